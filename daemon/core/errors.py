@@ -1,0 +1,87 @@
+"""One exception tree for dreamd; every error a user can meet has a stable ``code``.
+
+    DreamdError                     (code, exit_code)
+    ├── ConfigError                 bad config file, unknown store or preset
+    ├── StoreError                  a store cannot be read or written
+    │   └── UnsafePathError         a path escapes the store root
+    ├── StateError                  the state database is locked, gone or too new
+    ├── ProposalError               unknown proposal, illegal state transition
+    │   ├── ValidationError         a proposal breaks an invariant (refused)
+    │   └── DiffError               a diff does not rebuild its result
+    ├── ApplyError                  apply or revert could not proceed
+    │   ├── StaleError              files changed since the proposal was made
+    │   └── ConflictError           revert: files changed since the apply
+    └── PlannerError                a planner failed
+
+The CLI boundary is the only place that turns these into one line and an exit code.
+Programming mistakes stay ``RuntimeError``/``TypeError`` and show a traceback.
+"""
+
+from __future__ import annotations
+
+
+class DreamdError(Exception):
+    """Base of every error dreamd reports to a user."""
+
+    code = "error"
+    exit_code = 1
+    hint = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        if hint is not None:
+            self.hint = hint
+
+    def one_line(self) -> str:
+        text = f"error[{self.code}]: {self}"
+        return f"{text} ({self.hint})" if self.hint else text
+
+
+class ConfigError(DreamdError):
+    code = "config"
+    exit_code = 2
+
+
+class StoreError(DreamdError):
+    code = "store"
+    exit_code = 3
+
+
+class UnsafePathError(StoreError):
+    code = "unsafe-path"
+
+
+class StateError(DreamdError):
+    code = "state"
+    exit_code = 4
+
+
+class ProposalError(DreamdError):
+    code = "proposal"
+    exit_code = 5
+
+
+class ValidationError(ProposalError):
+    code = "invalid-proposal"
+
+
+class DiffError(ProposalError):
+    code = "diff"
+
+
+class ApplyError(DreamdError):
+    code = "apply"
+    exit_code = 6
+
+
+class StaleError(ApplyError):
+    code = "stale"
+
+
+class ConflictError(ApplyError):
+    code = "conflict"
+
+
+class PlannerError(DreamdError):
+    code = "planner"
+    exit_code = 7

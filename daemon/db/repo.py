@@ -1,0 +1,326 @@
+"""Queries of the state database, one function per question, each filtered by store.
+
+Functions take a Connection inside the caller's transaction, so the service decides what
+commits together. ``proposal_store`` is the one lookup without a store: it tells which
+store owns a proposal id a person typed, and nothing else.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from daemon.db import schema as t
+
+
+def ensure_store(conn: Connection, name: str, root: str, preset: str, now: dt.datetime) -> int:
+    row = conn.execute(select(t.stores.c.id, t.stores.c.root, t.stores.c.preset).where(t.stores.c.name == name)).first()
+    if row:
+        if (row.root, row.preset) != (root, preset):
+            conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset))
+        return int(row.id)
+    return int(conn.execute(insert(t.stores).values(name=name, root=root, preset=preset, created_at=now)).inserted_primary_key[0])
+
+
+def find_store(conn: Connection, name: str) -> Any:
+    return conn.execute(select(t.stores).where(t.stores.c.name == name)).first()
+
+
+def store_by_id(conn: Connection, store_id: int) -> Any:
+    return conn.execute(select(t.stores).where(t.stores.c.id == store_id)).first()
+
+
+def all_stores(conn: Connection) -> list[Any]:
+    return list(conn.execute(select(t.stores).order_by(t.stores.c.name)))
+
+
+# blobs and manifests ----------------------------------------------------------------
+
+
+def put_blobs(conn: Connection, blobs: Mapping[str, bytes]) -> int:
+    """Store the blobs not stored yet; returns how many were new."""
+    if not blobs:
+        return 0
+    have: set[str] = set()
+    keys = list(blobs)
+    for i in range(0, len(keys), 500):
+        chunk = keys[i : i + 500]
+        have.update(conn.scalars(select(t.blobs.c.hash).where(t.blobs.c.hash.in_(chunk))))
+    new = [{"hash": h, "size": len(blobs[h]), "data": blobs[h]} for h in keys if h not in have]
+    if new:
+        conn.execute(insert(t.blobs), new)
+    return len(new)
+
+
+def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, bytes]:
+    wanted = sorted(set(hashes))
+    found: dict[str, bytes] = {}
+    for i in range(0, len(wanted), 500):
+        rows = conn.execute(select(t.blobs.c.hash, t.blobs.c.data).where(t.blobs.c.hash.in_(wanted[i : i + 500])))
+        found.update({r.hash: bytes(r.data) for r in rows})
+    return found
+
+
+def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Mapping[str, str]) -> int:
+    """The manifest row for this root hash, created with its entries when new."""
+    existing = conn.scalar(
+        select(t.manifests.c.id).where(t.manifests.c.store_id == store_id, t.manifests.c.root_hash == root_hash)
+    )
+    if existing is not None:
+        return int(existing)
+    manifest_id = int(
+        conn.execute(
+            insert(t.manifests).values(store_id=store_id, root_hash=root_hash, file_count=len(manifest))
+        ).inserted_primary_key[0]
+    )
+    if manifest:
+        conn.execute(
+            insert(t.manifest_entries),
+            [{"manifest_id": manifest_id, "path": p, "blob_hash": h} for p, h in manifest.items()],
+        )
+    return manifest_id
+
+
+def manifest_entries(conn: Connection, store_id: int, manifest_id: int) -> dict[str, str]:
+    rows = conn.execute(
+        select(t.manifest_entries.c.path, t.manifest_entries.c.blob_hash)
+        .join(t.manifests, t.manifests.c.id == t.manifest_entries.c.manifest_id)
+        .where(t.manifests.c.store_id == store_id, t.manifests.c.id == manifest_id)
+    )
+    return {r.path: r.blob_hash for r in rows}
+
+
+def add_snapshot(conn: Connection, store_id: int, manifest_id: int, reason: str, now: dt.datetime, *, pass_id: int | None = None, proposal_id: int | None = None) -> int:
+    return int(
+        conn.execute(
+            insert(t.snapshots).values(
+                store_id=store_id, manifest_id=manifest_id, reason=reason, pass_id=pass_id,
+                proposal_id=proposal_id, recorded_at=now,
+            )  # fmt: skip
+        ).inserted_primary_key[0]
+    )
+
+
+def latest_snapshot(conn: Connection, store_id: int, as_of: dt.datetime | None = None) -> Any:
+    """The newest snapshot of the store (recorded at or before ``as_of``), with its root hash."""
+    query = (
+        select(t.snapshots, t.manifests.c.root_hash)
+        .join(t.manifests, t.manifests.c.id == t.snapshots.c.manifest_id)
+        .where(t.snapshots.c.store_id == store_id)
+    )
+    if as_of is not None:
+        query = query.where(t.snapshots.c.recorded_at <= as_of)
+    return conn.execute(query.order_by(t.snapshots.c.recorded_at.desc(), t.snapshots.c.id.desc()).limit(1)).first()
+
+
+def snapshots(conn: Connection, store_id: int, limit: int = 50) -> list[Any]:
+    query = (
+        select(t.snapshots, t.manifests.c.root_hash, t.manifests.c.file_count)
+        .join(t.manifests, t.manifests.c.id == t.snapshots.c.manifest_id)
+        .where(t.snapshots.c.store_id == store_id)
+        .order_by(t.snapshots.c.id.desc())
+        .limit(limit)
+    )
+    return list(conn.execute(query))
+
+
+# passes ------------------------------------------------------------------------------
+
+
+def start_pass(conn: Connection, store_id: int, surface: str, actor: str, now: dt.datetime) -> int:
+    values = {"store_id": store_id, "status": "running", "surface": surface, "actor": actor, "started_at": now}
+    return int(conn.execute(insert(t.passes).values(**values)).inserted_primary_key[0])
+
+
+def finish_pass(conn: Connection, store_id: int, pass_id: int, **values: Any) -> None:
+    conn.execute(update(t.passes).where(t.passes.c.store_id == store_id, t.passes.c.id == pass_id).values(**values))
+
+
+def last_completed_pass(conn: Connection, store_id: int) -> Any:
+    return conn.execute(
+        select(t.passes)
+        .where(t.passes.c.store_id == store_id, t.passes.c.status == "completed")
+        .order_by(t.passes.c.id.desc())
+        .limit(1)
+    ).first()
+
+
+def passes(conn: Connection, store_id: int, limit: int = 50) -> list[Any]:
+    return list(
+        conn.execute(select(t.passes).where(t.passes.c.store_id == store_id).order_by(t.passes.c.id.desc()).limit(limit))
+    )
+
+
+# proposals ---------------------------------------------------------------------------
+
+
+def add_proposal(conn: Connection, store_id: int, values: Mapping[str, Any], files: Mapping[str, tuple[str | None, str | None]]) -> int:
+    proposal_id = int(conn.execute(insert(t.proposals).values(store_id=store_id, **values)).inserted_primary_key[0])
+    if files:
+        conn.execute(
+            insert(t.proposal_files),
+            [{"proposal_id": proposal_id, "path": p, "base_hash": b, "result_hash": r} for p, (b, r) in files.items()],
+        )
+    return proposal_id
+
+
+def proposal_store(conn: Connection, proposal_id: int) -> int | None:
+    return conn.scalar(select(t.proposals.c.store_id).where(t.proposals.c.id == proposal_id))
+
+
+def get_proposal(conn: Connection, store_id: int, proposal_id: int) -> Any:
+    return conn.execute(
+        select(t.proposals).where(t.proposals.c.store_id == store_id, t.proposals.c.id == proposal_id)
+    ).first()
+
+
+def proposal_files(conn: Connection, store_id: int, proposal_id: int) -> dict[str, tuple[str | None, str | None]]:
+    rows = conn.execute(
+        select(t.proposal_files)
+        .join(t.proposals, t.proposals.c.id == t.proposal_files.c.proposal_id)
+        .where(t.proposals.c.store_id == store_id, t.proposal_files.c.proposal_id == proposal_id)
+        .order_by(t.proposal_files.c.path)
+    )
+    return {r.path: (r.base_hash, r.result_hash) for r in rows}
+
+
+def list_proposals(conn: Connection, store_id: int, states: Iterable[str] | None = None) -> list[Any]:
+    query = select(t.proposals).where(t.proposals.c.store_id == store_id)
+    if states:
+        query = query.where(t.proposals.c.state.in_(list(states)))
+    return list(conn.execute(query.order_by(t.proposals.c.id)))
+
+
+def open_proposal_with_key(conn: Connection, store_id: int, key: str) -> int | None:
+    return conn.scalar(
+        select(t.proposals.c.id).where(
+            t.proposals.c.store_id == store_id,
+            t.proposals.c.change_key == key,
+            t.proposals.c.state.in_(["pending", "accepted"]),
+        )
+    )
+
+
+def set_state(conn: Connection, store_id: int, proposal_id: int, state: str, now: dt.datetime, reason: str | None = None) -> None:
+    conn.execute(
+        update(t.proposals)
+        .where(t.proposals.c.store_id == store_id, t.proposals.c.id == proposal_id)
+        .values(state=state, state_reason=reason, updated_at=now)
+    )
+
+
+def add_decision(conn: Connection, store_id: int, proposal_id: int, **values: Any) -> None:
+    conn.execute(insert(t.decisions).values(store_id=store_id, proposal_id=proposal_id, **values))
+
+
+def decisions(conn: Connection, store_id: int, proposal_id: int) -> list[Any]:
+    return list(
+        conn.execute(
+            select(t.decisions)
+            .where(t.decisions.c.store_id == store_id, t.decisions.c.proposal_id == proposal_id)
+            .order_by(t.decisions.c.id)
+        )
+    )
+
+
+# tombstones --------------------------------------------------------------------------
+
+
+def add_tombstone(conn: Connection, store_id: int, key_kind: str, key: str, now: dt.datetime, **values: Any) -> None:
+    exists = conn.scalar(
+        select(t.tombstones.c.id).where(
+            t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == key_kind, t.tombstones.c.key == key
+        )
+    )
+    if exists is None:
+        conn.execute(insert(t.tombstones).values(store_id=store_id, key_kind=key_kind, key=key, created_at=now, **values))
+
+
+def has_tombstone(conn: Connection, store_id: int, key_kind: str, key: str) -> bool:
+    return (
+        conn.scalar(
+            select(t.tombstones.c.id).where(
+                t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == key_kind, t.tombstones.c.key == key
+            )
+        )
+        is not None
+    )
+
+
+def value_tombstones(conn: Connection, store_id: int) -> dict[str, str]:
+    rows = conn.execute(
+        select(t.tombstones.c.key, t.tombstones.c.note_path).where(
+            t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == "value"
+        )
+    )
+    return {r.key: r.note_path or "" for r in rows}
+
+
+def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int) -> None:
+    """A revert brings retired notes back, so their values are no longer tombstoned."""
+    conn.execute(
+        t.tombstones.delete().where(
+            t.tombstones.c.store_id == store_id,
+            t.tombstones.c.proposal_id == proposal_id,
+            t.tombstones.c.key_kind == "value",
+        )
+    )
+
+
+def tombstone_count(conn: Connection, store_id: int) -> int:
+    return int(conn.scalar(select(func.count()).select_from(t.tombstones).where(t.tombstones.c.store_id == store_id)) or 0)
+
+
+# events ------------------------------------------------------------------------------
+
+
+def add_event(conn: Connection, store_id: int, type_: str, actor: str, surface: str, now: dt.datetime, payload: Mapping[str, Any] | None = None, *, pass_id: int | None = None, proposal_id: int | None = None) -> int:
+    """Append one event with the store's next sequence number."""
+    seq = int(conn.scalar(select(func.coalesce(func.max(t.events.c.seq), 0)).where(t.events.c.store_id == store_id)) or 0) + 1
+    conn.execute(
+        insert(t.events).values(
+            store_id=store_id, seq=seq, at=now, type=type_, actor=actor, surface=surface,
+            pass_id=pass_id, proposal_id=proposal_id, payload={"v": 1, **(payload or {})},
+        )  # fmt: skip
+    )
+    return seq
+
+
+def events(conn: Connection, store_id: int, limit: int = 100) -> list[Any]:
+    return list(
+        conn.execute(
+            select(t.events).where(t.events.c.store_id == store_id).order_by(t.events.c.seq.desc()).limit(limit)
+        )
+    )[::-1]
+
+
+# journal -----------------------------------------------------------------------------
+
+
+def open_journal(conn: Connection, store_id: int, proposal_id: int, operation: str, steps: list[dict[str, Any]], now: dt.datetime) -> int:
+    values = {
+        "store_id": store_id, "proposal_id": proposal_id, "operation": operation, "state": "writing",
+        "steps": {"v": 1, "files": steps}, "created_at": now,
+    }  # fmt: skip
+    return int(conn.execute(insert(t.journal).values(**values)).inserted_primary_key[0])
+
+
+def close_journal(conn: Connection, store_id: int, journal_id: int, state: str, now: dt.datetime) -> None:
+    conn.execute(
+        update(t.journal)
+        .where(t.journal.c.store_id == store_id, t.journal.c.id == journal_id)
+        .values(state=state, finished_at=now)
+    )
+
+
+def unfinished_journals(conn: Connection, store_id: int, states: tuple[str, ...] = ("writing",)) -> list[Any]:
+    return list(
+        conn.execute(
+            select(t.journal)
+            .where(t.journal.c.store_id == store_id, t.journal.c.state.in_(states))
+            .order_by(t.journal.c.id)
+        )
+    )

@@ -1,0 +1,251 @@
+"""The state database's tables (SQLAlchemy Core).
+
+The schema is created and upgraded only by the Alembic migrations in ``migrations/``;
+this module is the Python view of it, and a test checks the two agree.
+
+Times are stored as timezone-aware UTC. JSON columns carry a ``"v"`` version key where
+their shape may change.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    Column,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+metadata = MetaData(naming_convention=NAMING)
+
+HASH = String(64)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """A timestamp that is always timezone-aware UTC in Python.
+
+    SQLite keeps no zone and hands back naive datetimes; PostgreSQL hands back the
+    session's zone. A naive value on write is refused rather than guessed at, because a
+    guessed zone silently shifts TTLs and lease expiries by hours.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if not isinstance(value, datetime):
+            raise TypeError(f"expected a datetime, got {type(value).__name__}")
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"naive datetime {value.isoformat()} refused: pass an aware UTC time")
+        return value.astimezone(timezone.utc)
+
+    def process_result_value(self, value: Any, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+UTC = UTCDateTime()
+
+stores = Table(
+    "stores",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("name", String(200), nullable=False, unique=True),
+    Column("root", Text, nullable=False),
+    Column("preset", String(50), nullable=False),
+    Column("created_at", UTC, nullable=False),
+)
+
+# Bytes stored once, addressed by BLAKE3; never updated or deleted (triggers refuse it).
+blobs = Table(
+    "blobs",
+    metadata,
+    Column("hash", HASH, primary_key=True),
+    Column("size", Integer, nullable=False),
+    Column("data", LargeBinary, nullable=False),
+)
+
+# A manifest is a store's content at one moment: path -> blob. Shared by every snapshot
+# that saw the same root hash, so an unchanged store costs one row per pass, not 10,000.
+manifests = Table(
+    "manifests",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("root_hash", HASH, nullable=False),
+    Column("file_count", Integer, nullable=False),
+    UniqueConstraint("store_id", "root_hash", name="uq_manifests_store_root"),
+)
+
+manifest_entries = Table(
+    "manifest_entries",
+    metadata,
+    Column("manifest_id", Integer, ForeignKey("manifests.id"), primary_key=True),
+    Column("path", Text, primary_key=True),
+    Column("blob_hash", HASH, ForeignKey("blobs.hash"), nullable=False),
+)
+
+passes = Table(
+    "passes",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False, index=True),
+    Column("status", String(20), nullable=False),  # running | completed | skipped | failed
+    Column("surface", String(20), nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("started_at", UTC, nullable=False),
+    Column("finished_at", UTC),
+    Column("root_hash", HASH),
+    Column("planner", Text),  # fingerprint of detectors and settings that ran
+    Column("next_due_at", UTC),  # earliest time a TTL falls due; a pass before it may skip
+    Column("stats", JSON),  # {"v":1, "notes":..., "proposed":..., "refused":..., ...}
+    Column("error", Text),
+)
+
+snapshots = Table(
+    "snapshots",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("manifest_id", Integer, ForeignKey("manifests.id"), nullable=False),
+    Column("reason", String(30), nullable=False),  # pass | apply-before | apply-after | revert-before | revert-after
+    Column("pass_id", Integer, ForeignKey("passes.id")),
+    Column("proposal_id", Integer, ForeignKey("proposals.id")),
+    Column("recorded_at", UTC, nullable=False),
+    Index("ix_snapshots_store_recorded", "store_id", "recorded_at"),
+)
+
+proposals = Table(
+    "proposals",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("pass_id", Integer, ForeignKey("passes.id")),
+    Column("kind", String(20), nullable=False),  # merge | supersede | soft-expire | reindex
+    Column("state", String(20), nullable=False),
+    Column("source", String(200), nullable=False),  # detector:<name>@<version> | model:<name>
+    Column("confidence", Float, nullable=False),
+    Column("lossy", Boolean, nullable=False, default=False),
+    Column("title", Text, nullable=False),
+    Column("rationale", Text, nullable=False),
+    Column("evidence", JSON, nullable=False),  # {"v":1, "items":[{"path","start","end","quote"}]}
+    Column("change_key", HASH, nullable=False),  # tombstone key of this change
+    Column("diff", Text, nullable=False),
+    Column("state_reason", Text),
+    Column("created_at", UTC, nullable=False),
+    Column("updated_at", UTC, nullable=False),
+    Index("ix_proposals_store_state", "store_id", "state"),
+    Index("ix_proposals_store_key", "store_id", "change_key"),
+)
+
+# One row per file a proposal reads or writes. base_hash NULL: the file does not exist
+# before (created); result_hash NULL: it does not exist after (moved away).
+proposal_files = Table(
+    "proposal_files",
+    metadata,
+    Column("proposal_id", Integer, ForeignKey("proposals.id"), primary_key=True),
+    Column("path", Text, primary_key=True),
+    Column("base_hash", HASH, ForeignKey("blobs.hash")),
+    Column("result_hash", HASH, ForeignKey("blobs.hash")),
+)
+
+decisions = Table(
+    "decisions",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("proposal_id", Integer, ForeignKey("proposals.id"), nullable=False, index=True),
+    Column("decision", String(10), nullable=False),  # accept | reject
+    Column("actor", String(200), nullable=False),
+    Column("surface", String(20), nullable=False),
+    Column("reason", Text),
+    Column("bound_key", HASH, nullable=False),  # the change_key the decision was made on
+    Column("decided_at", UTC, nullable=False),
+)
+
+# key_kind "change": a rejected proposal's change_key. key_kind "value": the normalised
+# body hash of a retired note, so the same fact coming back is noticed.
+tombstones = Table(
+    "tombstones",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("key_kind", String(10), nullable=False),
+    Column("key", HASH, nullable=False),
+    Column("proposal_id", Integer, ForeignKey("proposals.id")),
+    Column("note_path", Text),
+    Column("reason", Text),
+    Column("created_at", UTC, nullable=False),
+    UniqueConstraint("store_id", "key_kind", "key", name="uq_tombstones_store_kind_key"),
+)
+
+# Append-only (triggers refuse UPDATE and DELETE). seq counts per store from 1.
+events = Table(
+    "events",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("at", UTC, nullable=False),
+    Column("type", String(50), nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("surface", String(20), nullable=False),
+    Column("pass_id", Integer),
+    Column("proposal_id", Integer),
+    Column("payload", JSON, nullable=False),
+    UniqueConstraint("store_id", "seq", name="uq_events_store_seq"),
+)
+
+# The write-ahead record of an apply or revert. steps: {"v":1, "files":[{"path",
+# "before": hash|null, "after": hash|null}]}. state: prepared -> writing -> done | rolled-back.
+journal = Table(
+    "journal",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("proposal_id", Integer, ForeignKey("proposals.id"), nullable=False),
+    Column("operation", String(10), nullable=False),  # apply | revert
+    Column("state", String(20), nullable=False),
+    Column("steps", JSON, nullable=False),
+    Column("created_at", UTC, nullable=False),
+    Column("finished_at", UTC),
+    Index("ix_journal_state", "state"),
+)
+
+# One pass per store at a time, across processes and hosts.
+leases = Table(
+    "leases",
+    metadata,
+    Column("store_id", Integer, ForeignKey("stores.id"), primary_key=True),
+    Column("holder", String(200), nullable=False),
+    Column("acquired_at", UTC, nullable=False),
+    Column("expires_at", UTC, nullable=False),
+    Column("heartbeat_at", UTC, nullable=False),
+)

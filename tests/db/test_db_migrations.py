@@ -1,0 +1,108 @@
+"""schema.py and the migrations agree, and migrating is safe to repeat and to undo."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from alembic import command
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from sqlalchemy import Engine, inspect
+
+from daemon.db.engine import MIGRATIONS, alembic_config, open_engine, pending_migrations
+from daemon.db.schema import metadata
+
+
+def _tables(engine: Engine) -> set[str]:
+    with engine.connect() as conn:
+        return set(inspect(conn).get_table_names()) - {"alembic_version"}
+
+
+def _differences(engine: Engine) -> list:
+    with engine.connect() as conn:
+        return compare_metadata(MigrationContext.configure(conn), metadata)
+
+
+def test_head_has_exactly_the_tables_of_schema_py(engine):
+    assert _tables(engine) == set(metadata.tables)
+
+
+def test_schema_py_and_migrations_agree(engine):
+    assert _differences(engine) == []
+
+
+def test_upgrade_is_idempotent_and_nothing_is_pending(backend_url, engine):
+    assert pending_migrations(engine) == []
+    again = open_engine(backend_url)
+    try:
+        assert pending_migrations(again) == []
+        assert _differences(again) == []
+    finally:
+        again.dispose()
+
+
+def test_blank_database_opened_without_migrating_has_pending_revisions(backend_url):
+    engine = open_engine(backend_url, migrate=False)
+    try:
+        assert pending_migrations(engine) == ["0001_initial"]
+        assert _tables(engine) == set()  # pending_migrations only reads
+    finally:
+        engine.dispose()
+
+
+def test_downgrade_to_base_then_upgrade_again(engine):
+    with engine.connect() as conn:
+        command.downgrade(alembic_config(conn), "base")
+    assert _tables(engine) == set()
+    assert pending_migrations(engine) == ["0001_initial"]
+    with engine.connect() as conn:
+        command.upgrade(alembic_config(conn), "head")
+    assert _tables(engine) == set(metadata.tables)
+    assert _differences(engine) == []
+
+
+def test_downgrade_drops_the_triggers_too(sqlite_engine):
+    with sqlite_engine.connect() as conn:
+        command.downgrade(alembic_config(conn), "base")
+        triggers = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+        assert triggers.fetchall() == []
+
+
+def test_migrating_leaves_foreign_keys_enforced_on_the_connection(sqlite_engine):
+    # env.py switches enforcement off for the run; the pooled connection must get it back.
+    with sqlite_engine.connect() as conn:
+        command.downgrade(alembic_config(conn), "base")
+        command.upgrade(alembic_config(conn), "head")
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+
+
+BAD_MIGRATION = '''
+from alembic import op
+
+revision = "0002_bad"
+down_revision = "0001_initial"
+
+
+def upgrade():
+    op.execute("CREATE TABLE scratch (x INTEGER)")
+    op.execute(
+        "INSERT INTO leases (store_id, holder, acquired_at, expires_at, heartbeat_at) "
+        "VALUES (999, 'h', '2026-01-01', '2026-01-01', '2026-01-01')"
+    )
+'''
+
+
+def test_a_migration_leaving_a_dangling_reference_rolls_back_alone(sqlite_engine, tmp_path):
+    extra = tmp_path / "versions"
+    extra.mkdir()
+    (extra / "0002_bad.py").write_text(BAD_MIGRATION)
+    with sqlite_engine.connect() as conn:
+        config = alembic_config(conn)
+        config.set_main_option("version_locations", f"{MIGRATIONS / 'versions'}{os.pathsep}{extra}")
+        with pytest.raises(RuntimeError, match="dangling foreign key"):
+            command.upgrade(config, "head")
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+        assert version == "0001_initial"
+        assert "scratch" not in inspect(conn).get_table_names()
