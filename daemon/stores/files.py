@@ -1,0 +1,192 @@
+"""File primitives for apply and revert; the caller owns the journal.
+
+A write lands whole or not at all (the journal's promise depends on it): bytes go to a
+temp file beside the target, are fsynced, renamed over it, and the folder is fsynced so
+the rename survives a crash. Every path goes through ``resolve_in_store``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import secrets
+import stat
+from pathlib import Path
+
+from daemon.core.errors import StoreError, UnsafePathError
+from daemon.stores.paths import resolve_in_store, store_root
+
+TEMP_MARKER = ".dreamd-tmp-"
+_TEMP_NAME = re.compile(r"\..+" + re.escape(TEMP_MARKER) + r"[0-9a-f]+\Z", re.S)
+READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NEW_FILE_MODE = 0o644  # masked by the umask
+_NEW_DIR_MODE = 0o755
+
+
+def is_temp_name(name: str) -> bool:
+    """Whether a file name is one of our in-flight (or crashed) atomic-write temp files."""
+    return _TEMP_NAME.match(name) is not None
+
+
+def read_fd(fd: int, limit: int | None = None, size_hint: int = 0) -> bytes:
+    """Read ``fd`` to end of file, stopping past ``limit`` bytes so callers can tell "too large"."""
+    chunks = []
+    total = 0
+    want = max(size_hint + 1, 4096)
+    while chunk := os.read(fd, want):
+        chunks.append(chunk)
+        total += len(chunk)
+        if limit is not None and total > limit:
+            break
+        want = 1 << 16
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def read_file(root: Path, rel: str) -> bytes | None:
+    """Bytes of a store file, or None if it does not exist; refuses symlinks and special files."""
+    path = resolve_in_store(root, rel)
+    try:
+        fd = os.open(path, READ_FLAGS)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise _error("read", rel, exc) from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StoreError(f"cannot read {rel}: not a regular file")
+        return read_fd(fd, size_hint=info.st_size)
+    except OSError as exc:
+        raise _error("read", rel, exc) from exc
+    finally:
+        os.close(fd)
+
+
+def write_atomic(root: Path, rel: str, data: bytes, *, mtime_ns: int | None = None) -> None:
+    """Replace (or create) a store file with ``data`` atomically, creating parent folders.
+
+    The new file keeps the mode of the one it replaces; ``mtime_ns`` restores a
+    modification time, as revert does.
+    """
+    path = resolve_in_store(root, rel)
+    mode = _replaced_mode(path, rel)
+    _make_parents(Path(root), path.parent, rel)
+    tmp = path.parent / f".{path.name[:200]}{TEMP_MARKER}{secrets.token_hex(8)}"
+    created = False
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _NEW_FILE_MODE)
+        created = True
+        try:
+            _write_all(fd, data)
+            if mode is not None:
+                os.fchmod(fd, mode)
+            if mtime_ns is not None:
+                os.utime(fd, ns=(mtime_ns, mtime_ns))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+    except OSError as exc:
+        if created:
+            _unlink_quietly(tmp)
+        raise _error("write", rel, exc) from exc
+    fsync_dir(path.parent)
+
+
+def remove_file(root: Path, rel: str) -> None:
+    """Delete a store file durably; a file that is already gone is fine."""
+    path = resolve_in_store(root, rel)
+    try:
+        os.unlink(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    except OSError as exc:
+        raise _error("remove", rel, exc) from exc
+    fsync_dir(path.parent)
+
+
+def fsync_dir(path: Path) -> None:
+    """Flush a folder's entries, so a rename, create or unlink in it survives a crash."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise StoreError(f"cannot open folder {path}: {exc.strerror}") from exc
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def cleanup_temp_files(root: Path) -> list[str]:
+    """Remove temp files left by a crashed write anywhere in the store; their relative paths."""
+    base = store_root(root)
+    removed: list[str] = []
+    folders = [(base, "")]
+    while folders:
+        folder, prefix = folders.pop()
+        try:
+            with os.scandir(folder) as entries:
+                listing = list(entries)
+        except OSError:
+            continue
+        found = False
+        for entry in listing:
+            if entry.is_dir(follow_symlinks=False):
+                folders.append((Path(entry.path), f"{prefix}{entry.name}/"))
+            elif entry.is_file(follow_symlinks=False) and is_temp_name(entry.name):
+                try:
+                    _unlink_quietly(Path(entry.path))
+                except OSError as exc:
+                    raise _error("remove", prefix + entry.name, exc) from exc
+                removed.append(prefix + entry.name)
+                found = True
+        if found:
+            fsync_dir(folder)
+    return sorted(removed)
+
+
+def _replaced_mode(path: Path, rel: str) -> int | None:
+    """Permission bits of the file being replaced; None for a new file."""
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise _error("write", rel, exc) from exc
+    if not stat.S_ISREG(info.st_mode):
+        raise StoreError(f"cannot write {rel}: a non-file is in the way")
+    return stat.S_IMODE(info.st_mode)
+
+
+def _make_parents(root: Path, parent: Path, rel: str) -> None:
+    """Create missing folders below the root (never the root), fsyncing each one's parent."""
+    missing = []
+    while parent != root and not parent.is_dir():
+        missing.append(parent)
+        parent = parent.parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, _NEW_DIR_MODE)
+        except OSError as exc:
+            raise _error("write", rel, exc) from exc
+        fsync_dir(folder.parent)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _unlink_quietly(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+
+
+def _error(action: str, rel: str, exc: OSError) -> StoreError:
+    """One-line StoreError for a failed file operation; a symlink race is an UnsafePathError."""
+    if exc.errno == errno.ELOOP:
+        return UnsafePathError(f"cannot {action} {rel}: it is a symlink")
+    return StoreError(f"cannot {action} {rel}: {exc.strerror or exc}")

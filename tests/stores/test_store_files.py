@@ -1,0 +1,172 @@
+"""Atomic file primitives: whole writes, no temp files left, nothing written outside the store."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from daemon.core.errors import StoreError, UnsafePathError
+from daemon.stores.files import cleanup_temp_files, read_file, remove_file, write_atomic
+
+
+def leftovers(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*dreamd-tmp*"))
+
+
+def test_write_atomic_replaces_content(tmp_path: Path) -> None:
+    """A write replaces the file's bytes and leaves no temp file behind."""
+    (tmp_path / "a.md").write_bytes(b"old\n")
+    write_atomic(tmp_path, "a.md", b"new\n")
+    assert (tmp_path / "a.md").read_bytes() == b"new\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_write_atomic_creates_archive_folders(tmp_path: Path) -> None:
+    """Missing parent folders, such as the archive, are created."""
+    write_atomic(tmp_path, ".dreamd-archive/2024/a.md", b"kept\n")
+    assert (tmp_path / ".dreamd-archive/2024/a.md").read_bytes() == b"kept\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_write_atomic_keeps_the_replaced_mode(tmp_path: Path) -> None:
+    """A replaced file keeps its permission bits."""
+    (tmp_path / "a.md").write_bytes(b"old\n")
+    (tmp_path / "a.md").chmod(0o600)
+    write_atomic(tmp_path, "a.md", b"new\n")
+    assert stat.S_IMODE((tmp_path / "a.md").stat().st_mode) == 0o600
+
+
+def test_new_file_mode_follows_the_umask(tmp_path: Path) -> None:
+    """A new file gets 0o644 masked by the umask."""
+    old = os.umask(0o077)
+    try:
+        write_atomic(tmp_path, "a.md", b"x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "a.md").stat().st_mode) == 0o600
+
+
+def test_write_atomic_sets_mtime(tmp_path: Path) -> None:
+    """An explicit mtime_ns is restored on the written file."""
+    write_atomic(tmp_path, "a.md", b"x", mtime_ns=1_700_000_000_123_456_789)
+    assert (tmp_path / "a.md").stat().st_mtime_ns == 1_700_000_000_123_456_789
+
+
+def test_write_through_symlinked_file_is_refused(tmp_path: Path) -> None:
+    """Writing to a path that is a symlink is refused and the target is untouched."""
+    target = tmp_path / "outside.txt"
+    target.write_bytes(b"secret")
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "a.md").symlink_to(target)
+    with pytest.raises(UnsafePathError):
+        write_atomic(root, "a.md", b"pwned")
+    assert target.read_bytes() == b"secret"
+
+
+def test_write_through_symlinked_folder_is_refused(tmp_path: Path) -> None:
+    """Writing below a symlinked folder is refused and nothing lands outside."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "sub").symlink_to(outside)
+    with pytest.raises(UnsafePathError):
+        write_atomic(root, "sub/a.md", b"pwned")
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("rel", ["../escape.md", "sub/../../escape.md", "/tmp/escape.md"])
+def test_write_outside_is_refused(tmp_path: Path, rel: str) -> None:
+    """Climbing or absolute paths are refused before anything is written."""
+    root = tmp_path / "store"
+    root.mkdir()
+    with pytest.raises(UnsafePathError):
+        write_atomic(root, rel, b"pwned")
+    assert not (tmp_path / "escape.md").exists()
+
+
+def test_write_over_a_folder_is_refused(tmp_path: Path) -> None:
+    """A folder in the way of a write is a StoreError, not a crash."""
+    (tmp_path / "a.md").mkdir()
+    with pytest.raises(StoreError, match=r"a\.md"):
+        write_atomic(tmp_path, "a.md", b"x")
+    assert leftovers(tmp_path) == []
+
+
+def test_write_into_missing_root_is_refused(tmp_path: Path) -> None:
+    """A missing store root is never created by a write."""
+    with pytest.raises(StoreError):
+        write_atomic(tmp_path / "gone", "a.md", b"x")
+    assert not (tmp_path / "gone").exists()
+
+
+def test_read_file(tmp_path: Path) -> None:
+    """read_file returns bytes, or None for a missing file."""
+    (tmp_path / "a.md").write_bytes(b"hello")
+    assert read_file(tmp_path, "a.md") == b"hello"
+    assert read_file(tmp_path, "missing.md") is None
+    assert read_file(tmp_path, "no/such/dir.md") is None
+
+
+def test_read_file_refuses_symlinks(tmp_path: Path) -> None:
+    """read_file never follows a symlink."""
+    (tmp_path / "real.md").write_bytes(b"x")
+    (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
+    with pytest.raises(UnsafePathError):
+        read_file(tmp_path, "link.md")
+
+
+def test_read_file_refuses_fifo(tmp_path: Path) -> None:
+    """read_file on a FIFO is a StoreError, without blocking."""
+    os.mkfifo(tmp_path / "pipe.md")
+    with pytest.raises(StoreError, match="regular file"):
+        read_file(tmp_path, "pipe.md")
+
+
+def test_remove_file(tmp_path: Path) -> None:
+    """remove_file deletes a file; removing a missing one is fine."""
+    (tmp_path / "a.md").write_bytes(b"x")
+    remove_file(tmp_path, "a.md")
+    assert not (tmp_path / "a.md").exists()
+    remove_file(tmp_path, "a.md")
+
+
+def test_remove_file_refuses_symlinked_folder(tmp_path: Path) -> None:
+    """remove_file never reaches through a symlinked folder."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "a.md").write_bytes(b"keep")
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "sub").symlink_to(outside)
+    with pytest.raises(UnsafePathError):
+        remove_file(root, "sub/a.md")
+    assert (outside / "a.md").exists()
+
+
+def test_cleanup_temp_files_removes_leftovers(tmp_path: Path) -> None:
+    """Temp files from crashed writes are removed anywhere in the store; notes are kept."""
+    (tmp_path / "a.md").write_bytes(b"a")
+    (tmp_path / ".a.md.dreamd-tmp-0123abcd").write_bytes(b"half")
+    (tmp_path / ".dreamd-archive").mkdir()
+    (tmp_path / ".dreamd-archive/.b.md.dreamd-tmp-ff").write_bytes(b"half")
+    (tmp_path / "dreamd-tmp-notes.md").write_bytes(b"a real note")
+    removed = cleanup_temp_files(tmp_path)
+    assert removed == [".a.md.dreamd-tmp-0123abcd", ".dreamd-archive/.b.md.dreamd-tmp-ff"]
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.md", "dreamd-tmp-notes.md"]
+
+
+def test_cleanup_does_not_follow_symlinked_folders(tmp_path: Path) -> None:
+    """Cleanup never deletes through a symlinked folder."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".x.md.dreamd-tmp-00").write_bytes(b"not ours")
+    root = tmp_path / "store"
+    root.mkdir()
+    (root / "sub").symlink_to(outside)
+    assert cleanup_temp_files(root) == []
+    assert (outside / ".x.md.dreamd-tmp-00").exists()

@@ -1,0 +1,115 @@
+"""Store presets and per-store settings."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.core.errors import ConfigError
+from daemon.stores.presets import PRESETS, get_preset, resolve_settings
+
+
+def test_registry_has_every_agent() -> None:
+    """The registry names one preset per supported agent layout."""
+    assert set(PRESETS) == {"deepcode", "claude-code", "serena", "cline", "generic"}
+    assert all(name == preset.name for name, preset in PRESETS.items())
+
+
+def test_deepcode_archives_into_a_subfolder() -> None:
+    """DeepCode lists every top-level file, so retired notes move into a dot subfolder."""
+    preset = get_preset("deepcode")
+    assert (preset.index_path, preset.index_format, preset.flat) == ("MEMORY.md", "links", True)
+    assert preset.retire_mode == "archive"
+    assert preset.archive_dir == ".dreamd-archive"
+
+
+def test_cline_protects_its_core_files() -> None:
+    """Cline's six core files are protected and its index lists tasks only."""
+    preset = get_preset("cline")
+    assert len(preset.protected) == 6 and "projectbrief.md" in preset.protected
+    assert (preset.index_path, preset.index_format) == ("tasks/_index.md", "cline-tasks")
+
+
+def test_unknown_preset_lists_valid_ones() -> None:
+    """An unknown preset name is a ConfigError whose hint names every valid preset."""
+    with pytest.raises(ConfigError, match="nope") as info:
+        get_preset("nope")
+    assert all(name in info.value.hint for name in PRESETS)
+
+
+def test_settings_default_to_the_preset() -> None:
+    """Without overrides a store gets its preset's values and a 1 MiB file limit."""
+    settings = resolve_settings("serena", {})
+    assert settings.index_path is None and settings.index_format is None
+    assert settings.retire_mode == "archive" and not settings.flat
+    assert settings.max_file_bytes == 1 << 20
+
+
+def test_overrides_apply() -> None:
+    """Config overrides replace preset values."""
+    settings = resolve_settings(
+        "serena",
+        {
+            "index_path": "memory-index.md",
+            "retire_mode": "in-place",
+            "archive_dir": "old",
+            "max_file_bytes": 10,
+            "exclude": ["drafts/"],
+            "pinned": ["rules.md"],
+        },
+    )
+    assert (settings.index_path, settings.index_format) == ("memory-index.md", "links")
+    assert (settings.retire_mode, settings.archive_dir, settings.max_file_bytes) == ("in-place", "old", 10)
+    assert settings.is_excluded("drafts") and settings.is_pinned("rules.md")
+
+
+def test_empty_index_path_turns_the_index_off() -> None:
+    """An empty index_path disables the preset's index."""
+    settings = resolve_settings("claude-code", {"index_path": ""})
+    assert (settings.index_path, settings.index_format) == (None, None)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key"),
+    [
+        ({"colour": "red"}, "colour"),
+        ({"index_format": "yaml"}, "index_format"),
+        ({"index_path": "../MEMORY.md"}, "index_path"),
+        ({"index_path": 3}, "index_path"),
+        ({"retire_mode": "delete"}, "retire_mode"),
+        ({"archive_dir": "a/b"}, "archive_dir"),
+        ({"archive_dir": "/tmp"}, "archive_dir"),
+        ({"max_file_bytes": 0}, "max_file_bytes"),
+        ({"max_file_bytes": True}, "max_file_bytes"),
+        ({"exclude": "*.tmp"}, "exclude"),
+        ({"pinned": [""]}, "pinned"),
+    ],
+)
+def test_bad_setting_names_the_key(overrides: dict[str, object], key: str) -> None:
+    """A bad or unknown setting is a ConfigError that names the key."""
+    with pytest.raises(ConfigError, match=key):
+        resolve_settings("generic", overrides)
+
+
+def test_index_format_without_index_is_refused() -> None:
+    """Setting an index format on a store without an index is a ConfigError."""
+    with pytest.raises(ConfigError, match="index_format"):
+        resolve_settings("generic", {"index_format": "links"})
+
+
+def test_cline_index_scope_and_protection() -> None:
+    """Cline's index lists task notes at any depth, never itself or core files."""
+    settings = resolve_settings("cline", {})
+    assert settings.should_index("tasks/TASK001-x.md")
+    assert settings.should_index("tasks/COMPLETED/TASK002-y.md")
+    assert not settings.should_index("tasks/_index.md")
+    assert not settings.should_index("progress.md")
+    assert settings.is_protected("progress.md") and settings.is_protected("tasks/_index.md")
+    assert not settings.is_protected("tasks/TASK001-x.md")
+
+
+def test_unscoped_index_lists_every_other_note() -> None:
+    """With no index scope, every note but the index itself is listed."""
+    settings = resolve_settings("claude-code", {})
+    assert settings.should_index("feedback_tests.md")
+    assert not settings.should_index("MEMORY.md")
+    assert not settings.should_index("image.png")
