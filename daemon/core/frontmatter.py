@@ -1,0 +1,170 @@
+"""YAML frontmatter: read it, and edit it one line at a time.
+
+Notes are owned by people and agents, so a rewrite must not reformat them: setting a key
+replaces that key's line (or adds one before the closing ``---``); unknown keys, comments,
+key order and line endings survive byte for byte. Every edit is checked by parsing the
+result: the edited key has the new value and every other key is unchanged.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from daemon.core.errors import ValidationError
+
+try:  # the C loader is ~10x faster; fall back when libyaml is absent
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on the PyYAML build
+    _Loader = yaml.SafeLoader
+
+_OPEN = re.compile(rb"\A---[ \t]*\r?\n")
+_CLOSE = re.compile(rb"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Split:
+    """A note's bytes cut into frontmatter block and body.
+
+    ``header`` is everything from the opening ``---`` through the closing line (empty when
+    the note has none); ``inner`` is the YAML between the fences.
+    """
+
+    header: bytes
+    inner: bytes
+    body: bytes
+
+    @property
+    def has_frontmatter(self) -> bool:
+        return bool(self.header)
+
+
+def split(data: bytes) -> Split:
+    """Separate frontmatter from body; a note without a closed ``---`` block has none."""
+    opening = _OPEN.match(data)
+    if not opening:
+        return Split(b"", b"", data)
+    close = _CLOSE.search(data, opening.end())
+    if not close:
+        return Split(b"", b"", data)
+    end = close.end()
+    if data[end : end + 2] == b"\r\n":
+        end += 2
+    elif data[end : end + 1] == b"\n":
+        end += 1
+    return Split(data[:end], data[opening.end() : close.start()], data[end:])
+
+
+def parse(inner: bytes) -> dict[str, Any]:
+    """Parse frontmatter YAML into a mapping; raise ValueError when it is not one."""
+    if not inner.strip():
+        return {}
+    value = yaml.load(inner.decode("utf-8"), Loader=_Loader)  # noqa: S506 - safe loader
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ValueError("frontmatter is not a mapping")
+    return {str(k): v for k, v in value.items()}
+
+
+def render_scalar(value: Any) -> str:
+    """One-line YAML for a scalar or a flat list, as a person would write it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(render_scalar(v) for v in value) + "]"
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True)
+    return text.removesuffix("\n").removesuffix("\n...").strip()
+
+
+def _newline(block: bytes) -> bytes:
+    return b"\r\n" if b"\r\n" in block else b"\n"
+
+
+def _continues(line: bytes) -> bool:
+    """Indented lines and column-0 ``- item`` lines belong to the key above them."""
+    return line[:1] in (b" ", b"\t") or line.rstrip(b"\r\n") == b"-" or line.startswith(b"- ")
+
+
+def _key_extent(lines: list[bytes], key: str) -> tuple[int, int] | None:
+    """Index range of a top-level key's line plus its continuation lines."""
+    pattern = re.compile(rb"^" + re.escape(key.encode()) + rb"[ \t]*:")
+    for i, line in enumerate(lines):
+        if not pattern.match(line):
+            continue
+        j = i + 1
+        while j < len(lines):
+            if _continues(lines[j]):
+                j += 1
+                continue
+            k = j
+            while k < len(lines) and not lines[k].strip():
+                k += 1
+            if k > j and k < len(lines) and _continues(lines[k]):
+                j = k
+                continue
+            break
+        return i, j
+    return None
+
+
+def set_keys(data: bytes, values: dict[str, Any]) -> bytes:
+    """Return ``data`` with each key set to its value, touching nothing else.
+
+    A note without frontmatter gets a minimal block holding just these keys.
+    Raises ValidationError when the existing frontmatter cannot be edited safely.
+    """
+    parts = split(data)
+    if not parts.has_frontmatter:
+        lines = b"".join(f"{k}: {render_scalar(v)}\n".encode() for k, v in values.items())
+        result = b"---\n" + lines + b"---\n" + data
+        _check(result, {}, values)
+        return result
+    try:
+        before = parse(parts.inner)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise ValidationError(f"frontmatter is not valid YAML ({exc.__class__.__name__})") from exc
+    nl = _newline(parts.header)
+    lines = parts.inner.splitlines(keepends=True)
+    for key, value in values.items():
+        new_line = f"{key}: {render_scalar(value)}".encode() + nl
+        extent = _key_extent(lines, key)
+        if extent is None:
+            if lines and not lines[-1].endswith(b"\n"):
+                lines[-1] += nl
+            lines.append(new_line)
+        else:
+            lines[extent[0] : extent[1]] = [new_line]
+    opening = _OPEN.match(parts.header)
+    assert opening is not None
+    closing = parts.header[opening.end() + len(parts.inner) :]
+    result = parts.header[: opening.end()] + b"".join(lines) + closing + parts.body
+    _check(result, before, values)
+    return result
+
+
+def _check(result: bytes, before: dict[str, Any], values: dict[str, Any]) -> None:
+    """The edit did exactly what was asked: new values in, every other key unchanged."""
+    after = parse(split(result).inner)
+    expected = {**before, **{k: _normalise(v) for k, v in values.items()}}
+    actual = {k: _normalise(v) for k, v in after.items()}
+    if actual != {k: _normalise(v) for k, v in expected.items()}:
+        raise ValidationError("frontmatter edit would change keys it was not asked to change")
+
+
+def _normalise(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return value.astimezone(dt.timezone.utc).replace(microsecond=0)
+    if isinstance(value, tuple):
+        return [_normalise(v) for v in value]
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    return value

@@ -1,0 +1,144 @@
+"""Index notes: which notes an index lists, and edits that add or drop entries.
+
+Two formats cover the presets:
+
+- ``links``: markdown links to ``.md`` files (MEMORY.md of DeepCode and Claude Code,
+  Serena's memory-index.md). A line may hold several links; dropping one keeps the rest.
+- ``cline-tasks``: Cline's ``tasks/_index.md``, whose lines name task ids (``[TASK011]``)
+  matching files ``tasks/TASK011-*.md``.
+
+Lines that are not entries (headings, prose) are never touched.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import unquote
+
+LINKS = "links"
+CLINE_TASKS = "cline-tasks"
+FORMATS = (LINKS, CLINE_TASKS)
+
+_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]+?\.md)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
+# a link plus the decoration around it in list-of-links lines: "[a](a.md) (123), "
+_LINK_TOKEN = r"\[[^\]\n]*\]\(\s*<?{target}(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)(?:\s*\(\d+\))?"
+_TASK = re.compile(r"\[(TASK[0-9A-Za-z_]+)\]")
+
+
+@dataclass(frozen=True)
+class Entry:
+    line: int  # 1-based
+    path: str  # the note it points at (store-relative)
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """Where a store's index is and how to read it."""
+
+    path: str
+    format: str
+
+
+def _resolve(index_path: str, target: str) -> str | None:
+    """Store-relative path of a link target, or None when it leaves the store."""
+    target = unquote(target.strip())
+    if "://" in target or target.startswith(("/", "mailto:")):
+        return None
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(index_path), target))
+    if joined.startswith("../") or joined == "..":
+        return None
+    return joined
+
+
+def _task_id(path: str) -> str | None:
+    name = path.rsplit("/", 1)[-1]
+    match = re.match(r"(TASK[0-9A-Za-z_]+?)(?:[-_. ].*)?\.md$", name)
+    return match.group(1) if match else None
+
+
+def entries(spec: IndexSpec, text: str, notes: Iterable[str]) -> list[Entry]:
+    """Every entry of the index, in line order.
+
+    For ``cline-tasks`` a task id with no matching note resolves to ``tasks/<id>.md``
+    (a path that does not exist, so it shows up as a dangling entry).
+    """
+    found: list[Entry] = []
+    if spec.format == LINKS:
+        for number, line in enumerate(text.splitlines(), 1):
+            for match in _LINK.finditer(line):
+                path = _resolve(spec.path, match.group(2))
+                if path is not None:
+                    found.append(Entry(number, path))
+        return found
+    folder = posixpath.dirname(spec.path)
+    by_id = {}
+    for path in notes:
+        task = _task_id(path)
+        if task and posixpath.dirname(path) == folder:
+            by_id.setdefault(task, path)
+    for number, line in enumerate(text.splitlines(), 1):
+        for match in _TASK.finditer(line):
+            task = match.group(1)
+            found.append(Entry(number, by_id.get(task, posixpath.join(folder, f"{task}.md"))))
+    return found
+
+
+def drop(spec: IndexSpec, text: str, paths: set[str], notes: Iterable[str]) -> str:
+    """The index without entries for ``paths``; lines left with no entry are removed."""
+    listed = entries(spec, text, notes)
+    doomed = {e.line for e in listed if e.path in paths}
+    if not doomed:
+        return text
+    out: list[str] = []
+    for number, line in enumerate(text.splitlines(keepends=True), 1):
+        if number not in doomed:
+            out.append(line)
+            continue
+        kept = [e for e in listed if e.line == number and e.path not in paths]
+        if kept and spec.format == LINKS:
+            out.append(_drop_links(spec, line, paths))
+    return "".join(out)
+
+
+def _drop_links(spec: IndexSpec, line: str, paths: set[str]) -> str:
+    """Remove individual links from a line that lists several notes."""
+    for match in reversed(list(_LINK.finditer(line))):
+        if _resolve(spec.path, match.group(2)) not in paths:
+            continue
+        token = re.compile(_LINK_TOKEN.format(target=re.escape(match.group(2))))
+        span = token.match(line, match.start())
+        start, end = match.start(), span.end() if span else match.end()
+        rest = line[end:]
+        if rest.startswith(", "):
+            end += 2
+        elif line[:start].endswith(", "):
+            start -= 2
+        line = line[:start] + line[end:]
+    return line
+
+
+def add(spec: IndexSpec, text: str, items: list[tuple[str, str, str]]) -> str:
+    """Append one entry line per ``(path, title, description)``."""
+    if not items:
+        return text
+    lines = []
+    for path, title, description in items:
+        if spec.format == LINKS:
+            rel = posixpath.relpath(path, posixpath.dirname(spec.path) or ".")
+            target = rel.replace(" ", "%20")
+            hook = f" — {description}" if description else ""
+            lines.append(f"- [{_flat(title)}]({target}){hook}\n")
+        else:
+            task = _task_id(path) or path.rsplit("/", 1)[-1].removesuffix(".md")
+            hook = f" - {description}" if description else ""
+            lines.append(f"- [{task}] {_flat(title)}{hook}\n")
+    if text and not text.endswith("\n"):
+        text += "\n"
+    return text + "".join(lines)
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.replace("[", "(").replace("]", ")").split())

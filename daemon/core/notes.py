@@ -1,0 +1,146 @@
+"""Notes as dreamd sees them: bytes, parsed frontmatter, body, and what they declare.
+
+A note's identity is its path relative to the store. Parsing never fails: a note whose
+frontmatter is not valid YAML is still a note (``frontmatter_error`` says why), it just
+cannot be marked, so proposals that would mark it are refused at validation.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import yaml
+
+from daemon.core import frontmatter
+from daemon.core.hashing import hash_text
+
+ACTIVE = "active"
+SUPERSEDED = "superseded"
+EXPIRED = "expired"
+STATUSES = (ACTIVE, SUPERSEDED, EXPIRED)
+
+KNOWN_KEYS = (
+    "pinned", "status", "superseded_by", "supersedes", "ttl_days", "expires", "valid_from",
+    "valid_to", "created_at", "updated_at", "scope", "tags", "version", "owners",
+)  # fmt: skip
+
+_WS = re.compile(r"\s+")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+
+
+@dataclass(frozen=True)
+class Note:
+    """One markdown file of a store, parsed once."""
+
+    path: str
+    data: bytes
+    hash: str
+    mtime_ns: int = 0
+    pinned_by_setting: bool = field(default=False, compare=False)
+
+    @cached_property
+    def parts(self) -> frontmatter.Split:
+        return frontmatter.split(self.data)
+
+    @cached_property
+    def _parsed(self) -> tuple[dict[str, Any], str | None]:
+        try:
+            return frontmatter.parse(self.parts.inner), None
+        except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
+            return {}, f"invalid frontmatter: {exc.__class__.__name__}"
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        return self._parsed[0]
+
+    @property
+    def frontmatter_error(self) -> str | None:
+        return self._parsed[1]
+
+    @cached_property
+    def body(self) -> str:
+        return self.parts.body.decode("utf-8", errors="replace")
+
+    @property
+    def pinned(self) -> bool:
+        return self.pinned_by_setting or self.meta.get("pinned") is True
+
+    @property
+    def status(self) -> str:
+        value = self.meta.get("status")
+        return value if isinstance(value, str) and value in STATUSES else ACTIVE
+
+    @property
+    def live(self) -> bool:
+        return self.status == ACTIVE
+
+    @cached_property
+    def normalised_body(self) -> str:
+        """Body with case and whitespace folded: the exact-duplicate identity."""
+        return _WS.sub(" ", self.body).strip().casefold()
+
+    @cached_property
+    def value_hash(self) -> str:
+        """Hash of the normalised body; retiring a note tombstones it."""
+        return hash_text(self.normalised_body)
+
+    @property
+    def title(self) -> str:
+        for key in ("name", "title"):
+            value = self.meta.get(key)
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        for line in self.body.splitlines():
+            match = _HEADING.match(line.strip())
+            if match:
+                return match.group(1)
+        return self.path.rsplit("/", 1)[-1].removesuffix(".md")
+
+    @property
+    def description(self) -> str:
+        value = self.meta.get("description")
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+        for line in self.body.splitlines():
+            text = line.strip()
+            if text and not text.startswith("#"):
+                return text[:100]
+        return ""
+
+    def meta_time(self, key: str) -> dt.datetime | None:
+        """A frontmatter date or datetime as aware UTC; None when absent or unreadable."""
+        return as_utc(self.meta.get(key))
+
+    def declared_paths(self, key: str) -> list[str]:
+        """Paths named by ``supersedes`` / ``superseded_by`` (a string or a list)."""
+        value = self.meta.get(key)
+        items = value if isinstance(value, list) else [value]
+        return [str(v).strip() for v in items if isinstance(v, str) and v.strip()]
+
+
+def as_utc(value: Any) -> dt.datetime | None:
+    """Read a YAML date, datetime or ISO string as an aware UTC datetime."""
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+    if isinstance(value, str):
+        try:
+            return as_utc(dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+        except ValueError:
+            return None
+    return None
+
+
+def line_span(note: Note, needle: str) -> tuple[int, int] | None:
+    """1-based first and last line of ``needle`` in the note's text, for evidence."""
+    text = note.data.decode("utf-8", errors="replace")
+    at = text.find(needle)
+    if at < 0:
+        return None
+    start = text.count("\n", 0, at) + 1
+    return start, start + needle.count("\n")

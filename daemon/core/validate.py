@@ -1,0 +1,101 @@
+"""Validation: the invariants a proposal must keep before it may be stored as pending.
+
+Each check returns a reason string when the proposal must be refused. A refused proposal
+is recorded with its reason (a planner's error rate), never silently dropped.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+
+from daemon.core.proposals import MERGE, REINDEX, Change, Draft
+from daemon.core.view import StoreView
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def unsafe_path_reason(path: str) -> str | None:
+    """Why a store-relative path is not acceptable, or None when it is."""
+    if not path or "\0" in path or "\\" in path:
+        return f"path {path!r} is empty or holds a NUL or backslash"
+    if path.startswith("/") or _DRIVE.match(path):
+        return f"path {path!r} is absolute"
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts) or posixpath.normpath(path) != path:
+        return f"path {path!r} is not a plain path inside the store"
+    return None
+
+
+def refusal(draft: Draft, change: Change, view: StoreView) -> str | None:
+    """The first invariant the change breaks, or None when it may be proposed."""
+    for check in (_paths_safe, _notes_exist, _merge_size, _pinned_untouched, _protected_kept, _retire_live, _reindex_only_index, _writes_in_scope):
+        reason = check(draft, change, view)
+        if reason:
+            return reason
+    return None
+
+
+def _paths_safe(draft: Draft, change: Change, view: StoreView) -> str | None:
+    for path in (*draft.notes, *draft.index_add, *draft.index_drop, *change.result):
+        reason = unsafe_path_reason(path)
+        if reason:
+            return reason
+    return None
+
+
+def _notes_exist(draft: Draft, change: Change, view: StoreView) -> str | None:
+    for path in (*draft.notes, *draft.index_add):
+        if path not in view.notes:
+            return f"names {path}, which is not a note of this store"
+    return None
+
+
+def _merge_size(draft: Draft, change: Change, view: StoreView) -> str | None:
+    if draft.kind == MERGE and len(set(draft.notes)) < 2:
+        return "a merge needs at least two notes"
+    return None
+
+
+def _pinned_untouched(draft: Draft, change: Change, view: StoreView) -> str | None:
+    """A pinned note may be read (a merge into it) but never changed, moved or retired."""
+    for path in change.result:
+        note = view.notes.get(path)
+        if note is not None and note.pinned and change.result[path] != change.base[path]:
+            return f"{path} is pinned; no proposal may change it"
+    for path in draft.retire:
+        if path in view.notes and view.notes[path].pinned:
+            return f"{path} is pinned; no proposal may retire it"
+    return None
+
+
+def _protected_kept(draft: Draft, change: Change, view: StoreView) -> str | None:
+    for path in draft.retire:
+        if view.is_protected(path):
+            return f"{path} is a core file of this store's layout; it cannot be retired"
+    return None
+
+
+def _retire_live(draft: Draft, change: Change, view: StoreView) -> str | None:
+    for path in draft.retire:
+        if path in view.notes and not view.notes[path].live:
+            return f"{path} is already {view.notes[path].status}"
+        if view.is_index(path):
+            return f"{path} is the store's index; it cannot be retired"
+    return None
+
+
+def _reindex_only_index(draft: Draft, change: Change, view: StoreView) -> str | None:
+    if draft.kind == REINDEX:
+        touched = set(change.written)
+        if view.index is None or touched - {view.index.path}:
+            return "a reindex may change the index only"
+    return None
+
+
+def _writes_in_scope(draft: Draft, change: Change, view: StoreView) -> str | None:
+    """New files may appear only in the archive folder."""
+    for path in change.written:
+        if change.base.get(path) is None and not path.startswith(view.archive_dir + "/"):
+            return f"would create {path} outside the archive folder"
+    return None

@@ -1,0 +1,1 @@
+"""Diff engine adapter: unified diffs produced by git's own diff machinery."""

@@ -1,0 +1,43 @@
+"""Index formats: entries read, dropped and added without touching other lines."""
+
+from __future__ import annotations
+
+from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, add, drop, entries
+
+MEMORY = IndexSpec("MEMORY.md", LINKS)
+TEXT = "# Memory\n\nSome prose.\n- [A](a.md) — first\n- [B](sub/b.md) — second\n|topic: [c](c.md) (12), [d](d.md) (40)\n"
+
+
+def test_links_entries_resolve_relative_paths():
+    """Every markdown link to a .md file is an entry, with its line."""
+    assert [(e.line, e.path) for e in entries(MEMORY, TEXT, [])] == [(4, "a.md"), (5, "sub/b.md"), (6, "c.md"), (6, "d.md")]
+
+
+def test_drop_removes_a_whole_line_with_one_link():
+    """Dropping the only link of a line removes the line; prose stays."""
+    assert drop(MEMORY, TEXT, {"a.md"}, []) == TEXT.replace("- [A](a.md) — first\n", "")
+
+
+def test_drop_keeps_other_links_on_a_shared_line():
+    """Dropping one of several links keeps the others and tidies the separator."""
+    assert drop(MEMORY, TEXT, {"c.md"}, []).splitlines()[-1] == "|topic: [d](d.md) (40)"
+
+
+def test_links_outside_the_store_are_ignored():
+    """Links that climb out of the store or are URLs are not entries."""
+    text = "- [x](../other.md)\n- [y](https://example.org/y.md)\n"
+    assert entries(MEMORY, text, []) == []
+
+
+def test_add_appends_claude_code_style_lines():
+    """New entries follow the `- [Title](file.md) — hook` shape."""
+    assert add(MEMORY, "# M\n", [("n.md", "New [note]", "why")]) == "# M\n- [New (note)](n.md) — why\n"
+
+
+def test_cline_task_ids_map_to_files():
+    """A `[TASK011]` entry points at tasks/TASK011-*.md; unknown ids dangle."""
+    spec = IndexSpec("tasks/_index.md", CLINE_TASKS)
+    text = "## Pending\n- [TASK011] Do it - soon\n- [TASK099] Gone\n"
+    notes = ["tasks/TASK011-do-it.md", "activeContext.md"]
+    assert [(e.line, e.path) for e in entries(spec, text, notes)] == [(2, "tasks/TASK011-do-it.md"), (3, "tasks/TASK099.md")]
+    assert drop(spec, text, {"tasks/TASK099.md"}, notes) == "## Pending\n- [TASK011] Do it - soon\n"
