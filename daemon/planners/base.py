@@ -1,0 +1,80 @@
+"""The deterministic planner: run every detector over a store view, in a fixed order.
+
+Pure: the same view, time, tombstones and settings always give the same drafts in the
+same order. ``planner_fingerprint`` names the detector versions and settings, so the
+scheduler can tell that an unchanged store still needs a new pass after an upgrade, and
+``earliest_due`` tells it when time alone will make a new proposal due.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from daemon.core.proposals import Draft
+from daemon.core.view import StoreView, utc
+from daemon.planners.context import Detector, DetectorSettings, PlanContext, source_of
+from daemon.planners.detectors.declared import DeclaredSupersession
+from daemon.planners.detectors.exact import ExactDuplicates
+from daemon.planners.detectors.index_drift import IndexDrift
+from daemon.planners.detectors.near import NearDuplicates
+from daemon.planners.detectors.tombstone import TombstonedValues
+from daemon.planners.detectors.ttl import TtlExpiry, due_of
+from daemon.planners.survivor import can_retire
+
+__all__ = [
+    "DEFAULT_DETECTORS",
+    "Detector",
+    "DetectorSettings",
+    "PlanContext",
+    "earliest_due",
+    "planner_fingerprint",
+    "run_detectors",
+    "source_of",
+]
+
+DEFAULT_DETECTORS: tuple[Detector, ...] = (
+    ExactDuplicates(),
+    NearDuplicates(),
+    TtlExpiry(),
+    DeclaredSupersession(),
+    IndexDrift(),
+    TombstonedValues(),
+)
+
+
+def _order(draft: Draft) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    return (draft.survivor or "", draft.retire, draft.index_drop, draft.index_add)
+
+
+def run_detectors(ctx: PlanContext, detectors: Sequence[Detector] = DEFAULT_DETECTORS) -> list[Draft]:
+    """Every detector's drafts: detectors in the given order, each one's drafts sorted."""
+    drafts: list[Draft] = []
+    for detector in detectors:
+        found = detector.detect(ctx)
+        wrong = [d.source for d in found if d.source != source_of(detector)]
+        if wrong:
+            raise ValueError(f"detector {detector.name} produced drafts with source {wrong[0]!r}")
+        drafts.extend(sorted(found, key=_order))
+    return drafts
+
+
+def planner_fingerprint(detectors: Sequence[Detector], settings: DetectorSettings) -> str:
+    """Detector versions and settings, readable: equal fingerprints plan alike."""
+    names = ",".join(f"{d.name}@{d.version}" for d in detectors)
+    s = settings
+    return (
+        f"{names};thr={s.near_threshold},shingle={s.shingle_size},perm={s.num_perm},"
+        f"lsh={s.lsh_bands}x{s.lsh_rows},min_words={s.min_words},mtime_ttl={int(s.use_mtime_for_ttl)}"
+    )
+
+
+def earliest_due(view: StoreView, now: dt.datetime, settings: DetectorSettings) -> dt.datetime | None:
+    """The first moment after ``now`` at which a TTL or ``expires`` falls due, if any."""
+    now = utc(now)
+    future = (
+        due.at
+        for note in view.live_notes()
+        if can_retire(view, note) and (due := due_of(note, settings)) is not None and due.at > now
+    )
+    return min(future, default=None)

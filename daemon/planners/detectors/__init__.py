@@ -1,0 +1,1 @@
+"""One module per detector; ``daemon.planners.base.DEFAULT_DETECTORS`` lists them in order."""

@@ -1,0 +1,51 @@
+"""Exact duplicates: notes whose bodies are the same text once case and whitespace are folded.
+
+Agents re-save the same memory under a new name; every copy costs context and can drift
+later. Frontmatter is ignored (it differs in dates and names, not in what the note says).
+Each group becomes one merge into the note most worth keeping, which stays unchanged, so
+nothing is lost and the confidence is 1.0.
+"""
+
+from __future__ import annotations
+
+from daemon.core.notes import Note
+from daemon.core.proposals import MERGE, Draft
+from daemon.planners.context import PlanContext, source_of
+from daemon.planners.evidence import first_body_line
+from daemon.planners.survivor import Choice, choose
+
+
+class ExactDuplicates:
+    name = "exact-duplicate"
+    version = 1
+
+    def detect(self, ctx: PlanContext) -> list[Draft]:
+        groups: dict[str, list[Note]] = {}
+        for note in ctx.view.live_notes():
+            if note.normalised_body:
+                groups.setdefault(note.normalised_body, []).append(note)
+        listed = ctx.view.listed()
+        drafts = []
+        for group in groups.values():
+            choice = choose(ctx.view, group, listed) if len(group) > 1 else None
+            if choice is not None:
+                drafts.append(self._draft(choice))
+        return drafts
+
+    def _draft(self, choice: Choice) -> Draft:
+        survivor, retire = choice.survivor.path, [n.path for n in choice.retire]
+        return Draft(
+            kind=MERGE,
+            source=source_of(self),
+            confidence=1.0,
+            title=f"Merge {len(retire)} exact duplicate{'s' if len(retire) > 1 else ''} into {survivor}",
+            rationale=(
+                f"{', '.join(retire)} {'has' if len(retire) == 1 else 'have'} the same body as {survivor} once case "
+                f"and whitespace are ignored. {survivor} stays unchanged because {choice.why}; "
+                f"{'the copy is' if len(retire) == 1 else 'the copies are'} retired pointing at it. "
+                "Certain: the texts are identical."
+            ),
+            evidence=tuple(e for e in map(first_body_line, (choice.survivor, *choice.retire)) if e),
+            retire=tuple(retire),
+            survivor=survivor,
+        )

@@ -1,0 +1,90 @@
+"""MinHash signatures and LSH banding over word shingles, vectorised with numpy.
+
+Comparing every pair of notes is quadratic; MinHash + LSH proposes only the pairs whose
+signatures share a band, and the caller checks those with the exact Jaccard. Everything is
+seeded, so the same notes give the same candidates on every machine.
+
+- Each distinct word is hashed once (BLAKE2b, 8 bytes); a shingle's uint64 hash is a
+  polynomial of its words' hashes, computed for a whole note at once.
+- Permutation i maps a shingle x (its top 31 bits) to ``(a_i*x + b_i) mod p`` with
+  p = 2**31 - 1 and a, b drawn from [0, p): a proper universal family whose ``a*x + b``
+  still fits in uint64, so numpy computes it exactly and in place.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+import numpy as np
+
+SEED = 20240607
+_P = np.uint64((1 << 31) - 1)
+_TOP31 = np.uint64(33)
+_POLY = np.uint64(0x9E3779B97F4A7C15)  # odd: a shingle's hash depends on word order
+
+
+class Shingler:
+    """Word k-shingles of normalised text as sorted unique uint64 hashes."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._words: dict[str, int] = {}
+
+    def __call__(self, text: str) -> np.ndarray:
+        words = text.split()
+        for word in set(words).difference(self._words):
+            self._words[word] = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        hashes = np.fromiter(map(self._words.__getitem__, words), dtype=np.uint64, count=len(words))
+        width = min(self.size, len(words))  # a text shorter than one shingle is one shingle
+        count = len(words) - width + 1 if words else 0
+        shingles = np.zeros(count, dtype=np.uint64)
+        for j in range(width):
+            shingles *= _POLY
+            shingles += hashes[j : j + count]
+        unique: np.ndarray = np.unique(shingles)
+        return unique
+
+
+class MinHasher:
+    """``num_perm`` seeded universal hash permutations."""
+
+    def __init__(self, num_perm: int, seed: int = SEED) -> None:
+        rng = np.random.default_rng(seed)
+        self.a = rng.integers(1, _P, num_perm, dtype=np.uint64)
+        self.b = rng.integers(0, _P, num_perm, dtype=np.uint64)[:, None]
+
+    def signature(self, shingles: np.ndarray) -> np.ndarray:
+        """Minimum of each permutation over the shingles (shape ``(num_perm,)``)."""
+        values = np.multiply.outer(self.a, shingles >> _TOP31)
+        values += self.b
+        values %= _P  # in place and by a scalar: the fast path, no temporaries
+        minima: np.ndarray = values.min(axis=1)
+        return minima
+
+
+def lsh_pairs(signatures: np.ndarray, bands: int, rows: int) -> set[tuple[int, int]]:
+    """Index pairs (i < j) whose signatures agree on every row of at least one band."""
+    pairs: set[tuple[int, int]] = set()
+    if len(signatures) < 2:
+        return pairs
+    mix = np.random.default_rng(SEED).integers(1, 1 << 63, rows, dtype=np.uint64) | np.uint64(1)
+    for band in range(bands):
+        # one uint64 per band; a rare collision only adds a candidate the exact check drops
+        keys = (signatures[:, band * rows : (band + 1) * rows] * mix).sum(axis=1, dtype=np.uint64)
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        sizes = np.diff(np.r_[starts, len(ordered)])
+        for start, size in zip(starts[sizes > 1].tolist(), sizes[sizes > 1].tolist(), strict=True):
+            members = sorted(order[start : start + size].tolist())
+            pairs.update(itertools.combinations(members, 2))
+    return pairs
+
+
+def jaccard(a: np.ndarray, b: np.ndarray) -> float:
+    """Exact Jaccard of two sorted unique shingle-hash arrays."""
+    if not a.size and not b.size:
+        return 1.0
+    common = np.intersect1d(a, b, assume_unique=True).size
+    return common / (a.size + b.size - common)

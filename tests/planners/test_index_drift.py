@@ -1,0 +1,96 @@
+"""Index-drift detector, for both index formats."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from daemon.core.index import IndexSpec
+from daemon.core.proposals import REINDEX
+from daemon.planners.detectors.index_drift import IndexDrift
+
+from .factory import context, memory_index, note, view
+
+
+def detect(store):
+    return IndexDrift().detect(context(store))
+
+
+def test_links_dangling_retired_and_unlisted():
+    """MEMORY.md: missing and retired entries are dropped and unlisted live notes added, in one draft."""
+    index, spec = memory_index(
+        "- [Build](build.md) — how to build",
+        "- [Gone](gone.md) and [Also gone](old/also.md)",
+        "- [Old status](status.md)",
+    )
+    store = view(
+        index,
+        note("build.md", "Builds use make.\n"),
+        note("status.md", "---\nstatus: superseded\nsuperseded_by: build.md\n---\nOld.\n"),
+        note("deploy.md", "# Deploy\nDeploys go through the release job.\n"),
+        note("zeta.md", "Zeta service owns the queue.\n"),
+        index=spec,
+    )
+    (draft,) = detect(store)
+    assert draft.kind == REINDEX and draft.confidence == 0.9 and draft.source == "detector:index-drift@1"
+    assert draft.index_drop == ("gone.md", "old/also.md", "status.md")
+    assert draft.index_add == ("deploy.md", "zeta.md")
+    assert (
+        draft.title
+        == "Reindex MEMORY.md: drop 2 dangling entries, drop 1 entry for retired notes, add 2 unlisted notes"
+    )
+    assert draft.retire == () and draft.survivor is None
+
+
+def test_title_matches_the_plain_case():
+    """Only dangling and unlisted drift gives the short title form."""
+    index, spec = memory_index("- [a](a.md)", "- [b](b.md)")
+    store = view(index, note("c.md", "c\n"), note("d.md", "d\n"), note("e.md", "e\n"), index=spec)
+    assert detect(store)[0].title == "Reindex MEMORY.md: drop 2 dangling entries, add 3 unlisted notes"
+
+
+def test_clean_index_gives_nothing():
+    """An index that lists exactly the live notes gives no draft."""
+    index, spec = memory_index("- [a](a.md)")
+    assert detect(view(index, note("a.md", "a\n"), index=spec)) == []
+
+
+def test_no_index_gives_nothing():
+    """A store without an index note has nothing to reindex."""
+    assert detect(view(note("a.md", "a\n"))) == []
+    assert detect(view(note("a.md", "a\n"), index=IndexSpec("MEMORY.md", "links"))) == []
+
+
+def test_cline_tasks_index():
+    """tasks/_index.md: dangling task ids and retired tasks are dropped, unlisted tasks in scope added."""
+    index = note(
+        "tasks/_index.md",
+        "# Tasks Index\n\n## In Progress\n- [TASK001] Set up CI\n\n## Completed\n"
+        "- [TASK002] Fix login redirect\n- [TASK009] Removed task\n",
+    )
+    store = view(
+        index,
+        note("tasks/TASK001-setup-ci.md", "# TASK001 - Set up CI\n"),
+        note("tasks/TASK002-fix-login.md", "---\nstatus: expired\n---\n# TASK002 - Fix login\n"),
+        note("tasks/TASK003-cache.md", "# TASK003 - Add a cache\n"),
+        note("progress.md", "# Progress\n"),
+        note("notes/loose.md", "Not a task.\n"),
+        index=IndexSpec("tasks/_index.md", "cline-tasks"),
+        scope="tasks/*.md",
+        protected=("progress.md",),
+    )
+    (draft,) = detect(store)
+    assert draft.index_drop == ("tasks/TASK002-fix-login.md", "tasks/TASK009.md")
+    assert draft.index_add == ("tasks/TASK003-cache.md",)
+    assert draft.title.startswith("Reindex tasks/_index.md: drop 1 dangling entry")
+    assert {e.quote for e in draft.evidence if e.path == "tasks/_index.md"} == {
+        "- [TASK002] Fix login redirect",
+        "- [TASK009] Removed task",
+    }
+
+
+def test_existing_non_note_file_is_not_dangling():
+    """An entry pointing at a file that exists but is not a note (excluded, say) is kept."""
+    index, spec = memory_index("- [Big](big.md)", "- [a](a.md)")
+    store = view(index, note("a.md", "a\n"), index=spec)
+    store = dataclasses.replace(store, other_files={"big.md": "0" * 64})
+    assert detect(store) == []
