@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from dataclasses import replace
 
 from daemon.core.proposals import Draft
 from daemon.core.view import StoreView, utc
@@ -56,6 +57,7 @@ def run_detectors(ctx: PlanContext, detectors: Sequence[Detector] = DEFAULT_DETE
         if wrong:
             raise ValueError(f"detector {detector.name} produced drafts with source {wrong[0]!r}")
         drafts.extend(sorted(found, key=_order))
+        ctx = replace(ctx, retiring=ctx.retiring | {path for d in found for path in d.retire})
     return drafts
 
 

@@ -61,6 +61,8 @@ class PlanContext:
     now: dt.datetime  # aware; normalised to UTC
     tombstoned_values: dict[str, str] = field(default_factory=dict)  # value hash -> retired path
     settings: DetectorSettings = field(default_factory=DetectorSettings)
+    # notes that drafts of earlier detectors in this pass retire: later ones plan around them
+    retiring: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "now", utc(self.now))

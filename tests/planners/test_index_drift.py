@@ -94,3 +94,19 @@ def test_existing_non_note_file_is_not_dangling():
     store = view(index, note("a.md", "a\n"), index=spec)
     store = dataclasses.replace(store, other_files={"big.md": "0" * 64})
     assert detect(store) == []
+
+
+def test_notes_retired_by_earlier_detectors_are_not_added():
+    """A reindex does not list a duplicate the same pass proposes to merge away."""
+    import datetime as dt
+
+    from daemon.core.hashing import hash_bytes
+    from daemon.core.index import IndexSpec
+    from daemon.core.notes import Note
+    from daemon.core.view import StoreView
+    from daemon.planners.base import PlanContext, run_detectors
+
+    files = {"MEMORY.md": b"# M\n- [A](a.md)\n", "a.md": b"same words here\n", "b.md": b"Same  words here\n"}
+    view = StoreView(notes={p: Note(p, b, hash_bytes(b)) for p, b in files.items()}, index=IndexSpec("MEMORY.md", "links"))
+    drafts = run_detectors(PlanContext(view=view, now=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)))
+    assert [d.kind for d in drafts] == ["merge"]

@@ -2,7 +2,8 @@
 
 Agents read the index (MEMORY.md, tasks/_index.md) first, so an entry pointing at a
 missing note wastes a lookup, an entry for a retired (superseded or expired) note revives
-stale knowledge, and an unlisted live note is never found. One reindex draft per pass
+stale knowledge, and an unlisted live note is never found. A note another draft of
+this pass retires is not added (its merge or expiry would take it out again). One reindex draft per pass
 fixes all three; it touches only the index. Confidence 0.9: the facts are certain, but a
 person may keep an entry on purpose.
 """
@@ -35,7 +36,11 @@ class IndexDrift:
         present = set(view.notes) | set(view.other_files) | {index.path}
         dangling = sorted(p for p in listed if p not in present)
         retired = sorted(p for p in listed if p in view.notes and not view.notes[p].live)
-        unlisted = sorted(n.path for n in view.live_notes() if view.should_list(n) and n.path not in listed)
+        unlisted = sorted(
+            n.path
+            for n in view.live_notes()
+            if view.should_list(n) and n.path not in listed and n.path not in ctx.retiring
+        )
         if not (dangling or retired or unlisted):
             return []
         parts = [
