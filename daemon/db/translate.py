@@ -12,11 +12,10 @@ exist" (a ``ProgrammingError``) still reads as an unmigrated database.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from alembic.script.revision import ResolutionError
-from alembic.util import CommandError
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError
 
 from daemon.core.errors import StateError
@@ -70,11 +69,22 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _is_alembic_error(exc: BaseException) -> bool:
+    """Alembic's revision errors, without importing Alembic on every start (~0.1 s):
+    if it was never imported, it raised nothing."""
+    if "alembic.util" not in sys.modules:
+        return False
+    from alembic.script.revision import ResolutionError
+    from alembic.util import CommandError
+
+    return isinstance(exc, (CommandError, ResolutionError))
+
+
 def state_error_for(what: str, exc: BaseException) -> StateError | None:
     """The ``StateError`` that explains ``exc`` about ``what``, or None to let it through."""
     if isinstance(exc, IntegrityError):
         return None
-    if isinstance(exc, (CommandError, ResolutionError)):
+    if _is_alembic_error(exc):
         match = _UNKNOWN_REVISION.search(str(exc))
         if match is None:
             return None
@@ -110,7 +120,9 @@ def translate_db_errors(what: str) -> Iterator[None]:
     """
     try:
         yield
-    except (DatabaseError, ArgumentError, CommandError, ResolutionError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, (DatabaseError, ArgumentError)) and not _is_alembic_error(exc):
+            raise
         error = state_error_for(what, exc)
         if error is None:
             raise

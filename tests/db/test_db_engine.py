@@ -25,7 +25,7 @@ def test_pragmas_are_in_effect_on_a_new_connection(sqlite_engine):
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 5000
-        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 2  # FULL
 
 
 def test_foreign_key_violation_is_refused(sqlite_engine):

@@ -106,3 +106,12 @@ def test_a_migration_leaving_a_dangling_reference_rolls_back_alone(sqlite_engine
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
         assert version == "0001_initial"
         assert "scratch" not in inspect(conn).get_table_names()
+
+
+def test_head_revision_constant_matches_the_migrations():
+    """The fast start-up check compares against the real head of the shipped migrations."""
+    from alembic.script import ScriptDirectory
+
+    from daemon.db.engine import HEAD_REVISION, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_heads() == [HEAD_REVISION]
