@@ -6,6 +6,8 @@ gives exactly the result bytes, so what a reviewer reads is what apply writes.
 
 from __future__ import annotations
 
+import re
+
 from unidiff import PatchSet
 from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
 
@@ -59,10 +61,36 @@ def _patch_file(source: str, hunks) -> str:  # noqa: ANN001 - unidiff types
     return "".join(out)
 
 
+_GIT_EXTENDED = re.compile(r"(?:old mode|new mode|deleted file mode|new file mode|index) ")
+
+
+def _without_git_headers(diff: str) -> str:
+    """Drop ``diff --git`` header blocks that a ``---``/``+++`` pair follows.
+
+    The header names the path twice, space-separated, which unidiff cannot split when the
+    path holds a space ("my note.md"); the ``---``/``+++`` lines name it unambiguously.
+    Hunk lines never start with these words, so only headers are dropped.
+    """
+    lines = diff.split("\n")
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith("diff --git "):
+            j = i + 1
+            while j < len(lines) and _GIT_EXTENDED.match(lines[j]):
+                j += 1
+            if j + 1 < len(lines) and lines[j].startswith("--- ") and lines[j + 1].startswith("+++ "):
+                i = j
+                continue
+        out.append(lines[i])
+        i += 1
+    return "\n".join(out)
+
+
 def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]:
     """Apply ``diff`` to ``base`` (path -> bytes, None for absent) and return every file it names."""
     try:
-        patch = PatchSet(diff)
+        patch = PatchSet(_without_git_headers(diff))
     except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
         raise DiffError(f"diff does not parse: {exc}") from exc
     results: dict[str, bytes | None] = {}

@@ -1,0 +1,94 @@
+"""Looking back: ``history``, ``log``, ``verify``."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import click
+
+from daemon.cli.render import emit_json
+
+
+def _store(settings, name: str | None, path: str | None, preset: str | None):  # noqa: ANN001, ANN202
+    from daemon.service.workspace import resolve_store
+
+    return resolve_store(settings.app(), name, path, preset)
+
+
+@click.command("history")
+@click.argument("store_name", metavar="[STORE]", required=False)
+@click.option("--store", "store_path", metavar="PATH")
+@click.option("--preset", metavar="NAME")
+@click.option("--as-of", "as_of", metavar="TIME", help="ISO time: list the store's files as recorded then.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def history_command(settings, store_name, store_path, preset, as_of: str | None, as_json: bool) -> None:  # noqa: ANN001
+    """Passes and snapshots of a store (bi-temporal: --as-of shows its files at a time)."""
+    from daemon.core.errors import ConfigError
+    from daemon.service.history import history
+
+    when = None
+    if as_of:
+        try:
+            when = dt.datetime.fromisoformat(as_of.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError(f"--as-of {as_of!r} is not an ISO time", hint="e.g. 2026-11-30T12:00:00Z") from None
+        when = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+    out = history(settings.app(), _store(settings, store_name, store_path, preset), when)
+    if as_json:
+        emit_json(out)
+        return
+    for p in out["passes"]:
+        stats = p["stats"] or {}
+        counts = " ".join(f"{k}={v}" for k, v in stats.items() if k != "v")
+        click.echo(f"pass #{p['id']} {p['status']:<9} {p['started_at']} {p['actor']} via {p['surface']} {counts}" + (f" error: {p['error']}" if p["error"] else ""))
+    for s in out["snapshots"]:
+        ref = f"pass #{s['pass_id']}" if s["pass_id"] else f"proposal #{s['proposal_id']}"
+        click.echo(f"snapshot #{s['id']} {s['reason']:<13} {s['recorded_at']} {s['files']} files root {s['root_hash'][:12]} ({ref})")
+    if "as_of" in out:
+        click.echo(f"as of {out['as_of']['time']}:")
+        for path, digest in sorted(out["as_of"]["files"].items()):
+            click.echo(f"  {digest[:12]}  {path}")
+
+
+@click.command("log")
+@click.argument("store_name", metavar="[STORE]", required=False)
+@click.option("--limit", default=100, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_obj
+def log_command(settings, store_name: str | None, limit: int, as_json: bool) -> None:  # noqa: ANN001
+    """The event log: who did what, through which surface, when."""
+    from daemon.service.history import event_log
+
+    store = _store(settings, store_name, None, None) if store_name else None
+    events = event_log(settings.app(), store, limit)
+    if as_json:
+        emit_json(events)
+        return
+    for e in events:
+        ref = f" proposal #{e['proposal_id']}" if e["proposal_id"] else f" pass #{e['pass_id']}" if e["pass_id"] else ""
+        click.echo(f"{e['at']} {e['store']}#{e['seq']} {e['type']}{ref} by {e['actor']} via {e['surface']}")
+
+
+@click.command("verify")
+@click.argument("store_name", metavar="[STORE]", required=False)
+@click.option("--store", "store_path", metavar="PATH")
+@click.option("--preset", metavar="NAME")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def verify_command(ctx: click.Context, store_name, store_path, preset, as_json: bool) -> None:  # noqa: ANN001
+    """Check the store is what dreamd last recorded and no write is unfinished (exit 8 if not)."""
+    from daemon.service.history import verify
+
+    result = verify(ctx.obj.app(), _store(ctx.obj, store_name, store_path, preset))
+    if as_json:
+        emit_json({"store": result.store, "clean": result.clean, "recorded_root": result.recorded_root, "current_root": result.current_root, "problems": result.problems})
+    else:
+        for problem in result.problems:
+            click.echo(problem)
+        click.echo(f"{result.store}: {'clean' if result.clean else 'NOT clean'}")
+    if not result.clean:
+        ctx.exit(8)
+
+
+COMMANDS = [history_command, log_command, verify_command]

@@ -1,0 +1,50 @@
+"""``dreamd pass``: run one consolidation pass, or show what it would propose (--dry-run)."""
+
+from __future__ import annotations
+
+import click
+
+from daemon.cli.render import diff_text, emit_json, planned_json, proposal_header
+
+
+@click.command("pass")
+@click.argument("store_name", metavar="[STORE]", required=False)
+@click.option("--store", "store_path", metavar="PATH", help="A memory folder to pass over, with no config needed.")
+@click.option("--preset", metavar="NAME", help="Layout of --store PATH: deepcode, claude-code, serena, cline, generic.")
+@click.option("--dry-run", is_flag=True, help="Show what would be proposed; write nothing anywhere.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
+@click.pass_obj
+def pass_command(settings, store_name: str | None, store_path: str | None, preset: str | None, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
+    """Run one consolidation pass over a store and record its proposals."""
+    from daemon.service.passes import run_pass
+    from daemon.service.workspace import resolve_store
+
+    app = settings.app()
+    store = resolve_store(app, store_name, store_path, preset)
+    report = run_pass(app, store, dry_run=dry_run)
+    at = report.at.isoformat() if report.at and report.pass_id is not None else None
+    items = [planned_json(o, store.name, report.pass_id, at) for o in report.outcomes]
+    if as_json:
+        emit_json({
+            "store": report.store, "status": report.status, "pass_id": report.pass_id,
+            "root_hash": report.root_hash, "stats": report.stats, "proposals": items,
+            "skipped_files": [{"path": s.path, "reason": s.reason} for s in report.skipped_files],
+            "external_changes": report.external_changes, "stale": report.stale,
+        })  # fmt: skip
+        return
+    for skipped in report.skipped_files:
+        click.echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
+    if report.status == "skipped":
+        click.echo(f"{report.store}: unchanged since the last pass; nothing to do")
+        return
+    for item in items:
+        click.echo(proposal_header(item))
+        if item["diff"] and (dry_run or item["state"] == "pending"):
+            click.echo(diff_text(item["diff"]), nl=False)
+        click.echo()
+    label = "dry run (nothing written)" if dry_run else f"pass #{report.pass_id}"
+    counts = ", ".join(f"{report.count(s)} {s}" for s in ("pending", "refused", "suppressed", "duplicate") if report.count(s))
+    click.echo(f"{report.store}: {label}: {report.notes} notes, {counts or 'no proposals'}")
+
+
+COMMANDS = [pass_command]

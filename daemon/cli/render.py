@@ -1,0 +1,75 @@
+"""Text and JSON output of the CLI. JSON shapes here are the documented, stable contract."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def colour_enabled() -> bool:
+    return sys.stdout.isatty() and "NO_COLOR" not in __import__("os").environ
+
+
+def diff_text(diff: str) -> str:
+    """The diff, coloured like git's on a terminal, plain otherwise."""
+    if not colour_enabled():
+        return diff
+    out = []
+    for line in diff.splitlines(keepends=True):
+        if line.startswith(("+++", "---", "diff --git", "index ", "new file", "deleted file")):
+            out.append(click.style(line, bold=True))
+        elif line.startswith("@@"):
+            out.append(click.style(line, fg="cyan"))
+        elif line.startswith("+"):
+            out.append(click.style(line, fg="green"))
+        elif line.startswith("-"):
+            out.append(click.style(line, fg="red"))
+        else:
+            out.append(line)
+    return "".join(out)
+
+
+def planned_json(outcome: Any, store: str, pass_id: int | None = None, at: str | None = None) -> dict[str, Any]:
+    """A proposal from a pass (``dreamd pass --json``): the same keys as ``show --json``;
+    ``id``, ``pass_id`` and the times are null in a dry run (nothing is stored)."""
+    planned = outcome.planned
+    change = planned.change
+    draft = planned.draft
+    return {
+        "id": outcome.id, "store": store, "kind": draft.kind, "state": outcome.state,
+        "paths": planned.paths, "source": draft.source, "confidence": draft.confidence,
+        "lossy": draft.lossy, "title": draft.title, "rationale": draft.rationale,
+        "evidence": [e.as_dict() for e in draft.evidence],
+        "base": dict(change.base) if change else {}, "result": dict(change.result) if change else {},
+        "diff": planned.diff, "state_reason": outcome.note,
+        "pass_id": pass_id, "created_at": at, "updated_at": at, "decisions": [],
+    }  # fmt: skip
+
+
+def proposal_header(p: dict[str, Any]) -> str:
+    ident = f"#{p['id']}" if p.get("id") is not None else "(dry run)"
+    lossy = " LOSSY" if p.get("lossy") else ""
+    head = click.style(f"{ident} {p['kind']} [{p['state']}]{lossy}", bold=True) if colour_enabled() else f"{ident} {p['kind']} [{p['state']}]{lossy}"
+    lines = [
+        f"{head} {p['title']}",
+        f"  source: {p['source']}  confidence: {p['confidence']:.2f}",
+        f"  why: {p['rationale']}",
+    ]
+    if p.get("state_reason"):
+        lines.append(f"  note: {p['state_reason']}")
+    for e in p.get("evidence", []):
+        quote = e["quote"].strip().splitlines()[0][:100] if e["quote"].strip() else ""
+        lines.append(f"  evidence: {e['path']}:{e['start']}-{e['end']} {quote!r}")
+    return "\n".join(lines)
+
+
+def proposal_line(p: dict[str, Any]) -> str:
+    lossy = " lossy" if p.get("lossy") else ""
+    return f"#{p['id']:<5} {p['state']:<10} {p['kind']:<11} {p['confidence']:.2f}{lossy}  {p['store']}: {p['title']}"

@@ -1,0 +1,43 @@
+"""The only commands that write into stores: ``apply`` and ``revert``."""
+
+from __future__ import annotations
+
+import click
+
+from daemon.core.errors import StaleError
+
+
+@click.command("apply")
+@click.argument("proposal_ids", type=int, nargs=-1)
+@click.option("--store", "store_name", metavar="NAME", help="With no ids: only this store's accepted proposals.")
+@click.pass_obj
+def apply_command(settings, proposal_ids: tuple[int, ...], store_name: str | None) -> None:  # noqa: ANN001
+    """Apply accepted proposals (the given ids, or all accepted ones).
+
+    Each is written only if its files are still byte-for-byte what it was made from;
+    otherwise it becomes stale and nothing is written (exit code 6).
+    """
+    from daemon.service.apply import apply
+
+    results = apply(settings.app(), list(proposal_ids) or None, store_name)
+    for r in results:
+        click.echo(f"#{r.proposal_id} {r.state}" + (f": {r.detail}" if r.detail else ""))
+    if not results:
+        click.echo("nothing accepted to apply")
+    stale = [r.proposal_id for r in results if r.state == "stale"]
+    if stale:
+        raise StaleError(f"{len(stale)} proposal(s) went stale and were not applied: {', '.join(f'#{i}' for i in stale)}", hint="run a new pass")
+
+
+@click.command("revert")
+@click.argument("proposal_id", type=int)
+@click.pass_obj
+def revert_command(settings, proposal_id: int) -> None:  # noqa: ANN001
+    """Restore the exact bytes an applied proposal replaced."""
+    from daemon.service.apply import revert
+
+    result = revert(settings.app(), proposal_id)
+    click.echo(f"#{result.proposal_id} {result.state}")
+
+
+COMMANDS = [apply_command, revert_command]

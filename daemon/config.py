@@ -1,0 +1,129 @@
+"""Configuration: one TOML file resolved once into a ``Config``; no config at all also works.
+
+Sources, first wins: command-line options, environment (``DREAMD_CONFIG``, ``DREAMD_DB``),
+the config file, built-in defaults. A store can also be named on the command line alone
+(``--store PATH --preset NAME``), with no file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from daemon.core.errors import ConfigError
+from daemon.planners.context import DetectorSettings
+from daemon.stores.presets import StoreSettings, resolve_settings
+
+_TOP_KEYS = {"db", "stores", "planner"}
+_STORE_KEYS = {"name", "path", "preset", "settings"}
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    name: str
+    root: Path
+    preset: str
+    settings: StoreSettings
+
+
+@dataclass(frozen=True)
+class Config:
+    stores: dict[str, StoreConfig] = field(default_factory=dict)
+    db_url: str | None = None
+    planner: DetectorSettings = field(default_factory=DetectorSettings)
+    source: Path | None = None
+
+    def store(self, name: str) -> StoreConfig:
+        try:
+            return self.stores[name]
+        except KeyError:
+            known = ", ".join(sorted(self.stores)) or "none configured"
+            raise ConfigError(f"no store named {name!r} (known: {known})", hint="use --store PATH --preset NAME, or add [[stores]] to the config") from None
+
+
+def adhoc_store(path: str | Path, preset: str) -> StoreConfig:
+    """A store named by its path on the command line, with its preset's defaults."""
+    root = Path(path).expanduser().resolve()
+    return StoreConfig(name=str(root), root=root, preset=preset, settings=resolve_settings(preset, {}))
+
+
+def load_config(path: str | Path | None) -> Config:
+    """Read the config file (``path``, else ``$DREAMD_CONFIG``); none named means defaults."""
+    chosen = path or os.environ.get("DREAMD_CONFIG")
+    if not chosen:
+        return Config()
+    file = Path(chosen).expanduser()
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {file} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"config file {file} cannot be read: {exc.__class__.__name__}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {file} is not valid TOML: {exc}") from None
+    return parse_config(raw, file)
+
+
+def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
+    where = f"config {source}" if source else "config"
+    unknown = set(raw) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_TOP_KEYS))})")
+    stores: dict[str, StoreConfig] = {}
+    entries = raw.get("stores", [])
+    if not isinstance(entries, list):
+        raise ConfigError(f"{where}: 'stores' must be an array of tables ([[stores]])")
+    base = source.parent if source else Path.cwd()
+    for number, entry in enumerate(entries, 1):
+        store = _parse_store(entry, number, where, base)
+        if store.name in stores:
+            raise ConfigError(f"{where}: store {store.name!r} is defined twice")
+        stores[store.name] = store
+    db = raw.get("db")
+    if db is not None and not isinstance(db, str):
+        raise ConfigError(f"{where}: 'db' must be a database URL string")
+    return Config(stores=stores, db_url=db, planner=_parse_planner(raw.get("planner", {}), where), source=source)
+
+
+def _parse_store(entry: Any, number: int, where: str, base: Path) -> StoreConfig:
+    if not isinstance(entry, dict):
+        raise ConfigError(f"{where}: stores entry {number} must be a table")
+    unknown = set(entry) - _STORE_KEYS
+    if unknown:
+        raise ConfigError(f"{where}: stores entry {number}: unknown key {sorted(unknown)[0]!r}")
+    for key in ("name", "path", "preset"):
+        if not isinstance(entry.get(key), str) or not entry[key].strip():
+            raise ConfigError(f"{where}: stores entry {number} needs a '{key}' string")
+    settings = entry.get("settings", {})
+    if not isinstance(settings, dict):
+        raise ConfigError(f"{where}: store {entry['name']!r}: 'settings' must be a table")
+    try:
+        resolved = resolve_settings(entry["preset"], settings)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: store {entry['name']!r}: {exc}") from None
+    root = (base / Path(entry["path"]).expanduser()).resolve()
+    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved)
+
+
+def _parse_planner(raw: Any, where: str) -> DetectorSettings:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: 'planner' must be a table")
+    defaults = DetectorSettings()
+    allowed = {"near_threshold", "shingle_size", "min_words"}
+    unknown = set(raw) - allowed
+    if unknown:
+        raise ConfigError(f"{where}: planner: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    threshold = raw.get("near_threshold", defaults.near_threshold)
+    if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
+        raise ConfigError(f"{where}: planner.near_threshold must be a number in (0, 1]")
+    values: dict[str, Any] = {"near_threshold": float(threshold)}
+    for key in ("shingle_size", "min_words"):
+        value = raw.get(key, getattr(defaults, key))
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"{where}: planner.{key} must be a positive integer")
+        values[key] = value
+    return dataclasses.replace(defaults, **values)

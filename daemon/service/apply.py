@@ -1,0 +1,129 @@
+"""Apply accepted proposals and revert applied ones, through compare-and-swap and the journal.
+
+Apply writes only when every file the proposal read is byte-for-byte what it saw and
+none it changes is pinned now (otherwise the proposal becomes ``stale`` and nothing is
+written); a path outside the store is refused with an error. Revert writes only
+when every file it would restore still holds what the apply wrote (otherwise it refuses
+and names the files that changed since).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from daemon.config import StoreConfig
+from daemon.core.errors import ConflictError, ProposalError, UnsafePathError
+from daemon.core.notes import Note
+from daemon.core.proposals import ACCEPTED, APPLIED, REVERTED, STALE, check_transition
+from daemon.core.validate import unsafe_path_reason
+from daemon.db import repo
+from daemon.service import journal
+from daemon.service.context import App
+from daemon.service.recovery import finish_journal, recover
+from daemon.service.review import locate
+from daemon.service.workspace import store_config_for_id
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    proposal_id: int
+    store: str
+    state: str  # applied | stale | reverted
+    detail: str = ""
+
+
+def apply(app: App, ids: list[int] | None = None, store_name: str | None = None) -> list[ApplyResult]:
+    """Apply the given proposals (each must be accepted), or every accepted one."""
+    targets = [locate(app, i) for i in ids] if ids else _accepted(app, store_name)
+    return [_apply_one(app, store_id, pid) for store_id, pid in targets]
+
+
+def _accepted(app: App, store_name: str | None) -> list[tuple[int, int]]:
+    """Accepted proposals, listed after recovery (a crashed apply is applied, not accepted)."""
+    with app.engine().connect() as conn:
+        stores = [(row.id, store_config_for_id(app, conn, row.id)) for row in repo.all_stores(conn) if not store_name or row.name == store_name]
+    found = []
+    for store_id, store in stores:
+        recover(app, store)
+        with app.engine().connect() as conn:
+            found += [(store_id, p.id) for p in repo.list_proposals(conn, store_id, [ACCEPTED])]
+    return found
+
+
+def _apply_one(app: App, store_id: int, proposal_id: int) -> ApplyResult:
+    engine = app.engine()
+    with engine.connect() as conn:
+        store = store_config_for_id(app, conn, store_id)
+    recover(app, store)  # first: it may finish this very proposal's crashed apply
+    with engine.connect() as conn:
+        row = repo.get_proposal(conn, store_id, proposal_id)
+    if row.state != ACCEPTED:
+        raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=f"dreamd accept {proposal_id}")
+    with engine.connect() as conn:
+        files = repo.proposal_files(conn, store_id, proposal_id)
+        blobs = repo.get_blobs(conn, [h for pair in files.values() for h in pair if h])
+    unsafe = [reason for reason in map(unsafe_path_reason, files) if reason]
+    if unsafe:
+        raise UnsafePathError(f"proposal {proposal_id} is refused: {unsafe[0]}; nothing was written", hint=f"dreamd reject {proposal_id} --reason 'unsafe path'")
+    now = app.clock()
+    pinned = _pinned_changes(store, files, blobs)
+    changed = journal.mismatches(store.root, {p: base for p, (base, _) in files.items()})
+    if pinned or changed:
+        reason = f"pinned, so no proposal may change it: {', '.join(pinned)}" if pinned else f"changed since proposed: {', '.join(changed)}"
+        with engine.begin() as conn:
+            repo.set_state(conn, store_id, proposal_id, STALE, now, reason)
+            repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=proposal_id)
+        return ApplyResult(proposal_id, store.name, STALE, reason)
+    steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
+    with engine.begin() as conn:
+        current = repo.get_proposal(conn, store_id, proposal_id)
+        check_transition(current.state, APPLIED, proposal_id)
+        journal_id = repo.open_journal(conn, store_id, proposal_id, "apply", [s.as_dict() for s in steps], now)
+    journal.write(store.root, {s.path: s.after for s in steps}, blobs)
+    with engine.begin() as conn:
+        finish_journal(app, conn, store, store_id, proposal_id, journal_id, "apply", steps)
+    return ApplyResult(proposal_id, store.name, APPLIED)
+
+
+def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes]) -> list[str]:
+    """Files the proposal would change that are pinned now (by setting or by frontmatter).
+
+    Validation refused these when the proposal was made; a note pinned since (a new
+    ``pinned`` glob in the config) must stay untouched too, whoever accepted the change.
+    """
+    found = []
+    for path, (base, result) in files.items():
+        if base == result or base is None:
+            continue
+        if store.settings.is_pinned(path) or (path.endswith(".md") and Note(path, blobs[base], base).pinned):
+            found.append(path)
+    return found
+
+
+def revert(app: App, proposal_id: int) -> ApplyResult:
+    """Restore the files an applied proposal changed to their exact before-bytes."""
+    store_id, _ = locate(app, proposal_id)
+    engine = app.engine()
+    with engine.connect() as conn:
+        store = store_config_for_id(app, conn, store_id)
+    recover(app, store)  # first: it may finish this very proposal's crashed apply or revert
+    with engine.connect() as conn:
+        row = repo.get_proposal(conn, store_id, proposal_id)
+    check_transition(row.state, REVERTED, proposal_id)
+    with engine.connect() as conn:
+        files = repo.proposal_files(conn, store_id, proposal_id)
+        blobs = repo.get_blobs(conn, [h for pair in files.values() for h in pair if h])
+    steps = [journal.Step(p, r, b) for p, (b, r) in files.items() if b != r]
+    changed = journal.mismatches(store.root, {s.path: s.before for s in steps})
+    if changed:
+        raise ConflictError(
+            f"proposal {proposal_id} cannot be reverted: changed since it was applied: {', '.join(changed)}",
+            hint="restore or move those files by hand; dreamd keeps their earlier bytes (dreamd history)",
+        )
+    now = app.clock()
+    with engine.begin() as conn:
+        journal_id = repo.open_journal(conn, store_id, proposal_id, "revert", [s.as_dict() for s in steps], now)
+    journal.write(store.root, {s.path: s.after for s in steps}, blobs)
+    with engine.begin() as conn:
+        finish_journal(app, conn, store, store_id, proposal_id, journal_id, "revert", steps)
+    return ApplyResult(proposal_id, store.name, REVERTED)

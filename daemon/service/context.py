@@ -1,0 +1,76 @@
+"""What every service call needs, built once by a face: config, database, clock, who and where.
+
+The engine is opened lazily, so commands that never touch the database (``--help``, a dry
+run on a machine with no state yet) never create one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import getpass
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy import create_engine
+from sqlalchemy.engine import Engine, make_url
+
+from daemon.config import Config
+
+
+def utcnow() -> dt.datetime:
+    return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def human_actor() -> str:
+    try:
+        return f"human:{getpass.getuser()}"
+    except (KeyError, OSError):
+        return "human:unknown"
+
+
+@dataclass
+class App:
+    config: Config
+    db_url: str
+    surface: str = "cli"
+    actor: str = field(default_factory=human_actor)
+    clock: Callable[[], dt.datetime] = utcnow
+    _engine: Engine | None = field(default=None, repr=False)
+
+    def engine(self) -> Engine:
+        """The state database, created and migrated on first use."""
+        if self._engine is None:
+            from daemon.db.engine import open_engine
+
+            self._engine = open_engine(self.db_url)
+        return self._engine
+
+    def read_only_engine(self) -> Engine | None:
+        """The state database opened so that nothing can be written, or None if there is none.
+
+        A dry run reads tombstones and earlier state through this; a SQLite file is opened
+        ``immutable`` (no lock, no journal, no WAL files), and a missing one is not created.
+        Immutable mode ignores the WAL, so while another process holds the database open
+        (its committed transactions still in ``-wal``) the file is opened ``mode=ro``
+        instead: that never writes the database or the WAL.
+        """
+        url = make_url(self.db_url)
+        if url.get_backend_name() == "sqlite":
+            database = url.database
+            if not database or database == ":memory:" or not Path(database).is_file():
+                return None
+            path = Path(database).resolve()
+            wal = path.with_name(path.name + "-wal")
+            if wal.is_file() and wal.stat().st_size > 0:
+                return create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
+            return create_engine(f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true")
+        from daemon.db.engine import open_engine, pending_migrations
+
+        engine = open_engine(self.db_url, migrate=False)
+        return None if pending_migrations(engine) else engine
+
+    def close(self) -> None:
+        if self._engine is not None:
+            self._engine.dispose()
+            self._engine = None

@@ -1,0 +1,65 @@
+"""Writing a proposal's files through the journal, so a crash leaves all-old or all-new.
+
+The journal row (with every file's before and after hash, whose bytes are already blobs)
+is committed before the first byte is written. Writes happen in an order that never loses
+content: new and changed files first (the archive copy exists before its original goes),
+removals last. Each write is atomic (temp file, fsync, rename, fsync of the folder).
+Recovery reads the row back and finishes the job.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from daemon.core.errors import StoreError
+from daemon.core.hashing import hash_bytes
+from daemon.stores import files
+
+
+@dataclass(frozen=True)
+class Step:
+    path: str
+    before: str | None
+    after: str | None
+
+    def as_dict(self) -> dict[str, str | None]:
+        return {"path": self.path, "before": self.before, "after": self.after}
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, str | None]) -> Step:
+        return cls(str(raw["path"]), raw["before"], raw["after"])
+
+
+def on_disk(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+    """Current hash of each path (None when absent). A symlink or unreadable file
+    counts as a hash nobody expects, so it can never pass a compare-and-swap."""
+    found: dict[str, str | None] = {}
+    for path in paths:
+        try:
+            data = files.read_file(root, path)
+        except StoreError:
+            found[path] = "unreadable"
+            continue
+        found[path] = None if data is None else hash_bytes(data)
+    return found
+
+
+def mismatches(root: Path, expected: Mapping[str, str | None]) -> list[str]:
+    current = on_disk(root, expected)
+    return sorted(p for p, h in expected.items() if current[p] != h)
+
+
+def write(root: Path, targets: Mapping[str, str | None], blobs: Mapping[str, bytes]) -> None:
+    """Bring each path to its target hash: writes first, removals last."""
+    current = on_disk(root, targets)
+    for path in sorted(p for p, h in targets.items() if h is not None):
+        if current[path] != targets[path]:
+            data = blobs[targets[path]]  # type: ignore[index]
+            if hash_bytes(data) != targets[path]:
+                raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
+            files.write_atomic(root, path, data)
+    for path in sorted(p for p, h in targets.items() if h is None):
+        if current[path] is not None:
+            files.remove_file(root, path)

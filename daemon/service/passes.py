@@ -1,0 +1,197 @@
+"""One consolidation pass over one store: scan, plan, validate, record. It never writes a store.
+
+``run_pass(app, store, dry_run=True)`` does the same work and writes nothing at all: the
+database is opened immutable (or not at all) and no event, blob or pass is recorded.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection
+
+from daemon.config import StoreConfig
+from daemon.core.proposals import PENDING, REFUSED, STALE, SUPPRESSED
+from daemon.db import repo
+from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
+from daemon.service.context import App
+from daemon.service.proposing import Planned, make_proposal
+from daemon.service.recovery import EXTERNAL, record_external_changes, recover
+from daemon.service.workspace import Observed, observe
+from daemon.stores.scan import Skipped
+
+
+@dataclass
+class Outcome:
+    """What became of one planned proposal in this pass."""
+
+    planned: Planned
+    state: str  # pending | refused | suppressed | duplicate
+    id: int | None = None
+    note: str | None = None
+
+
+@dataclass
+class PassReport:
+    store: str
+    status: str  # completed | skipped | dry-run
+    root_hash: str
+    pass_id: int | None = None
+    outcomes: list[Outcome] = field(default_factory=list)
+    skipped_files: list[Skipped] = field(default_factory=list)
+    external_changes: dict[str, list[str]] = field(default_factory=dict)
+    stale: list[int] = field(default_factory=list)
+    notes: int = 0
+    at: dt.datetime | None = None  # when the pass ran (its proposals' created_at)
+
+    def count(self, state: str) -> int:
+        return sum(1 for o in self.outcomes if o.state == state)
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        states = ("pending", "refused", "suppressed", "duplicate")
+        return {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
+
+
+def _fingerprint(app: App, store: StoreConfig) -> str:
+    settings = store.settings
+    layout = f"{settings.retire_mode}|{settings.archive_dir}|{settings.index_path}|{settings.index_format}|{settings.pinned}"
+    return f"{planner_fingerprint(DEFAULT_DETECTORS, app.config.planner)};{layout}"
+
+
+def _plan(app: App, observed: Observed, now: dt.datetime, tombstoned: dict[str, str]) -> list[Planned]:
+    ctx = PlanContext(view=observed.view, now=now, tombstoned_values=tombstoned, settings=app.config.planner)
+    return [make_proposal(draft, observed.view, now) for draft in run_detectors(ctx)]
+
+
+def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassReport:
+    now = app.clock()
+    if dry_run:
+        return _dry_run(app, store, now)
+    engine = app.engine()
+    recover(app, store)
+    with engine.begin() as conn:
+        store_id = repo.ensure_store(conn, store.name, str(store.root), store.preset, now)
+        pass_id = repo.start_pass(conn, store_id, app.surface, app.actor, now)
+    try:
+        return _record_pass(app, store, store_id, pass_id, now)
+    except Exception as exc:
+        with engine.begin() as conn:
+            repo.finish_pass(conn, store_id, pass_id, status="failed", finished_at=app.clock(), error=f"{exc.__class__.__name__}: {exc}")
+            repo.add_event(conn, store_id, "pass.failed", app.actor, app.surface, app.clock(), {"error": str(exc)}, pass_id=pass_id)
+        raise
+
+
+def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime) -> PassReport:
+    observed = observe(store)
+    scan = observed.scan
+    fingerprint = _fingerprint(app, store)
+    report = PassReport(store.name, "completed", scan.root_hash, pass_id, skipped_files=scan.skipped, notes=len(scan.notes), at=now)
+    with app.engine().begin() as conn:
+        last = repo.last_completed_pass(conn, store_id)
+        due = last.next_due_at if last else None
+        if last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due):
+            report.status = "skipped"
+            repo.finish_pass(conn, store_id, pass_id, status="skipped", finished_at=now, root_hash=scan.root_hash, planner=fingerprint, next_due_at=due, stats=report.stats)
+            repo.add_event(conn, store_id, "pass.skipped", app.actor, app.surface, now, {"reason": "store and due times unchanged"}, pass_id=pass_id)
+            return report
+        report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
+        report.stale = _mark_stale(app, conn, store_id, scan.manifest, now)
+        tombstoned = repo.value_tombstones(conn, store_id)
+    planned = _plan(app, observed, now, tombstoned)
+    with app.engine().begin() as conn:
+        for item in planned:
+            report.outcomes.append(_store_proposal(app, conn, store_id, pass_id, item, now))
+        next_due = earliest_due(observed.view, now, app.config.planner)
+        repo.finish_pass(conn, store_id, pass_id, status="completed", finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
+        repo.add_event(conn, store_id, "pass.completed", app.actor, app.surface, now, report.stats, pass_id=pass_id)
+    return report
+
+
+def _record_snapshot(app: App, conn: Connection, store_id: int, pass_id: int, scan, now: dt.datetime) -> dict[str, list[str]]:  # noqa: ANN001
+    """Store new blobs and the manifest; report what changed since dreamd last looked."""
+    previous = repo.latest_snapshot(conn, store_id)
+    all_files = {**scan.files, **scan.archived}
+    repo.put_blobs(conn, {e.hash: e.data for e in all_files.values()})
+    manifest_id = repo.save_manifest(conn, store_id, scan.root_hash, scan.manifest)
+    repo.add_snapshot(conn, store_id, manifest_id, "pass", now, pass_id=pass_id)
+    if previous is None or previous.root_hash == scan.root_hash:
+        return {}
+    before = repo.manifest_entries(conn, store_id, previous.manifest_id)
+    return record_external_changes(app, conn, store_id, before, scan.manifest, now, pass_id=pass_id)
+
+
+def _mark_stale(app: App, conn: Connection, store_id: int, manifest: dict[str, str], now: dt.datetime) -> list[int]:
+    """Open proposals whose files changed under them can no longer be applied."""
+    stale = []
+    for row in repo.list_proposals(conn, store_id, ["pending", "accepted"]):
+        files = repo.proposal_files(conn, store_id, row.id)
+        changed = [p for p, (base, _) in files.items() if manifest.get(p) != base]
+        if changed:
+            reason = f"changed since proposed: {', '.join(changed[:5])}"
+            repo.set_state(conn, store_id, row.id, STALE, now, reason)
+            repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=row.id)
+            stale.append(row.id)
+    return stale
+
+
+def _store_proposal(app: App, conn: Connection, store_id: int, pass_id: int, item: Planned, now: dt.datetime) -> Outcome:
+    state, note = item.state, item.reason
+    if state == PENDING:
+        existing = repo.open_proposal_with_key(conn, store_id, item.key)
+        if existing is not None:
+            return Outcome(item, "duplicate", existing, f"already proposed as #{existing}")
+        if repo.has_tombstone(conn, store_id, "change", item.key):
+            state, note = SUPPRESSED, "the same change was rejected before"
+    values = proposal_values(item, state, note, pass_id, now)
+    files: dict[str, tuple[str | None, str | None]] = {}
+    if item.change is not None:
+        repo.put_blobs(conn, item.change.data)
+        files = {p: (item.change.base[p], item.change.result[p]) for p in item.change.result}
+    proposal_id = repo.add_proposal(conn, store_id, values, files)
+    payload = {"kind": item.draft.kind, "state": state, "paths": item.paths, "reason": note, "confidence": item.draft.confidence}
+    repo.add_event(conn, store_id, f"proposal.{state}", item.draft.source, app.surface, now, payload, pass_id=pass_id, proposal_id=proposal_id)
+    return Outcome(item, state, proposal_id, note)
+
+
+def proposal_values(item: Planned, state: str, note: str | None, pass_id: int | None, now: dt.datetime) -> dict[str, Any]:
+    draft = item.draft
+    return {
+        "pass_id": pass_id, "kind": draft.kind, "state": state, "source": draft.source,
+        "confidence": draft.confidence, "lossy": draft.lossy, "title": draft.title,
+        "rationale": draft.rationale, "evidence": {"v": 1, "items": [e.as_dict() for e in draft.evidence]},
+        "change_key": item.key, "diff": item.diff, "state_reason": note, "created_at": now, "updated_at": now,
+    }  # fmt: skip
+
+
+def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
+    """Everything a pass would propose, from a read-only look at the database."""
+    observed = observe(store)
+    report = PassReport(store.name, "dry-run", observed.scan.root_hash, skipped_files=observed.scan.skipped, notes=len(observed.scan.notes), at=now)
+    tombstoned: dict[str, str] = {}
+    engine = app.read_only_engine()
+    store_row = None
+    if engine is not None:
+        with engine.connect() as conn:
+            store_row = repo.find_store(conn, store.name)
+            if store_row:
+                tombstoned = repo.value_tombstones(conn, store_row.id)
+    planned = _plan(app, observed, now, tombstoned)
+    for item in planned:
+        outcome = Outcome(item, item.state, note=item.reason)
+        if engine is not None and store_row is not None and item.state == PENDING:
+            with engine.connect() as conn:
+                existing = repo.open_proposal_with_key(conn, store_row.id, item.key)
+                if existing is not None:
+                    outcome = Outcome(item, "duplicate", existing, f"already proposed as #{existing}")
+                elif repo.has_tombstone(conn, store_row.id, "change", item.key):
+                    outcome = Outcome(item, SUPPRESSED, note="the same change was rejected before")
+        report.outcomes.append(outcome)
+    if engine is not None:
+        engine.dispose()
+    return report
+
+
+__all__ = ["PassReport", "Outcome", "run_pass", "REFUSED", "EXTERNAL"]

@@ -1,0 +1,52 @@
+"""Drafts to proposals: build the files, validate, diff with git, prove the diff, key it.
+
+A draft that cannot be built or breaks an invariant becomes a ``refused`` proposal with its
+reason; nothing is dropped silently. A diff that does not rebuild its result is refused too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+from daemon.core.changes import build, key_of
+from daemon.core.errors import DiffError, ValidationError
+from daemon.core.patch import verify
+from daemon.core.proposals import PENDING, REFUSED, Change, Draft, change_key
+from daemon.core.validate import refusal
+from daemon.core.view import StoreView
+from daemon.diffs.git import unified_diff
+
+
+@dataclass(frozen=True)
+class Planned:
+    """A draft made concrete, with the state it would enter (pending or refused)."""
+
+    draft: Draft
+    change: Change | None
+    diff: str
+    key: str
+    state: str
+    reason: str | None = None
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self.change.result) if self.change else sorted(self.draft.notes)
+
+
+def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
+    fallback_key = change_key(draft.kind, {p: view.notes[p].hash if p in view.notes else None for p in draft.notes}, {})
+    try:
+        change = build(draft, view, now)
+    except ValidationError as exc:
+        return Planned(draft, None, "", fallback_key, REFUSED, str(exc))
+    reason = refusal(draft, change, view)
+    if reason:
+        return Planned(draft, change, "", fallback_key, REFUSED, reason)
+    try:
+        diff = unified_diff(change)
+        verify(diff, {p: change.before(p) for p in change.base}, {p: change.after(p) for p in change.result})
+        key = key_of(draft, view)
+    except (DiffError, ValidationError) as exc:
+        return Planned(draft, change, "", fallback_key, REFUSED, f"diff check failed: {exc}")
+    return Planned(draft, change, diff, key, PENDING)

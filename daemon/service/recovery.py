@@ -1,0 +1,124 @@
+"""Finish what a crash interrupted, before any command reads or writes a store.
+
+An unfinished journal means an apply or revert died mid-way. Every file it names is in
+its before or after state (each write is atomic), and all after-bytes are blobs, so
+recovery rolls forward: it writes what is missing and records the outcome. If a file
+holds neither state, someone edited it meanwhile: the journal is closed as ``conflict``
+and ``dreamd verify`` reports it, with nothing overwritten.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from sqlalchemy import Connection
+
+from daemon.config import StoreConfig
+from daemon.core.hashing import root_hash
+from daemon.core.notes import Note
+from daemon.core.proposals import APPLIED, REVERTED
+from daemon.db import repo
+from daemon.service import journal
+from daemon.service.context import App
+from daemon.stores import files as store_files
+from daemon.stores.scan import scan_store
+
+
+def recover(app: App, store: StoreConfig) -> list[int]:
+    """Roll every unfinished journal of the store forward; returns the proposal ids."""
+    engine = app.engine()
+    with engine.connect() as conn:
+        row = repo.find_store(conn, store.name)
+        pending = repo.unfinished_journals(conn, row.id) if row else []
+    done = []
+    for entry in pending:
+        steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]
+        current = journal.on_disk(store.root, [s.path for s in steps])
+        torn = [s.path for s in steps if current[s.path] not in (s.before, s.after)]
+        now = app.clock()
+        if torn:
+            with engine.begin() as conn:
+                repo.close_journal(conn, row.id, entry.id, "conflict", now)
+                repo.add_event(conn, row.id, "journal.conflict", app.actor, app.surface, now, {"journal": entry.id, "files": torn}, proposal_id=entry.proposal_id)
+            continue
+        with engine.connect() as conn:
+            blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])
+        journal.write(store.root, {s.path: s.after for s in steps}, blobs)
+        with engine.begin() as conn:
+            finish_journal(app, conn, store, row.id, entry.proposal_id, entry.id, entry.operation, steps, recovered=True)
+        done.append(entry.proposal_id)
+    if pending:
+        store_files.cleanup_temp_files(store.root)
+    return done
+
+
+def finish_journal(app: App, conn: Connection, store: StoreConfig, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], *, recovered: bool = False) -> None:
+    """Record a completed apply or revert: state, snapshots, tombstones, event."""
+    now = app.clock()
+    scan = scan_store(store.root, store.settings)
+    repo.put_blobs(conn, {e.hash: e.data for e in {**scan.files, **scan.archived}.values()})
+    after = scan.manifest
+    before = dict(after)
+    for step in steps:
+        if step.before is None:
+            before.pop(step.path, None)
+        else:
+            before[step.path] = step.before
+    previous = repo.latest_snapshot(conn, store_id)
+    if previous is not None and previous.root_hash != root_hash(before):
+        # files dreamd did not write changed since it last looked: say so before recording
+        record_external_changes(app, conn, store_id, repo.manifest_entries(conn, store_id, previous.manifest_id), before, now)
+    before_id = repo.save_manifest(conn, store_id, root_hash(before), before)
+    after_id = repo.save_manifest(conn, store_id, scan.root_hash, after)
+    repo.add_snapshot(conn, store_id, before_id, f"{operation}-before", now, proposal_id=proposal_id)
+    repo.add_snapshot(conn, store_id, after_id, f"{operation}-after", now, proposal_id=proposal_id)
+    repo.close_journal(conn, store_id, journal_id, "done", now)
+    state = APPLIED if operation == "apply" else REVERTED
+    repo.set_state(conn, store_id, proposal_id, state, now)
+    if operation == "apply":
+        files = repo.proposal_files(conn, store_id, proposal_id)
+        blobs = repo.get_blobs(conn, [h for pair in files.values() for h in pair if h])
+        for path, value in retired_values(files, blobs).items():
+            repo.add_tombstone(conn, store_id, "value", value, now, proposal_id=proposal_id, note_path=path, reason="retired")
+    else:
+        repo.drop_value_tombstones(conn, store_id, proposal_id)
+    payload = {"files": [s.as_dict() for s in steps], "recovered": recovered}
+    repo.add_event(conn, store_id, f"proposal.{state}", app.actor, app.surface, now, payload, proposal_id=proposal_id)
+
+
+def retired_values(files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes]) -> dict[str, str]:
+    """Normalised-value hashes of notes an applied proposal retired (path -> value hash).
+
+    A value that stays live in the result (the survivor of an exact-duplicate merge holds
+    the same text) was not retired, so it is not tombstoned.
+    """
+    kept = {
+        Note(path, blobs[result], result).value_hash
+        for path, (_, result) in files.items()
+        if result is not None and path.endswith(".md") and Note(path, blobs[result], result).live
+    }
+    found = {}
+    for path, (base, result) in files.items():
+        if base is None or base == result or not path.endswith(".md"):
+            continue
+        before = Note(path, blobs[base], base)
+        if not before.live:
+            continue
+        if (result is None or not Note(path, blobs[result], result).live) and before.value_hash not in kept:
+            found[path] = before.value_hash
+    return found
+
+
+EXTERNAL = "external:unknown"
+
+
+def record_external_changes(app: App, conn: Connection, store_id: int, before: dict[str, str], after: dict[str, str], now: dt.datetime, *, pass_id: int | None = None) -> dict[str, list[str]]:
+    """Record a ``store.changed`` event by ``external:unknown`` for files that differ."""
+    changes = {
+        "added": sorted(set(after) - set(before)),
+        "removed": sorted(set(before) - set(after)),
+        "modified": sorted(p for p in set(before) & set(after) if before[p] != after[p]),
+    }
+    payload = {k: v[:50] for k, v in changes.items()} | {"counts": {k: len(v) for k, v in changes.items()}}
+    repo.add_event(conn, store_id, "store.changed", EXTERNAL, app.surface, now, payload, pass_id=pass_id)
+    return changes

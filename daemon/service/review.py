@@ -1,0 +1,111 @@
+"""Reading proposals and deciding on them: list, show, accept, reject.
+
+A decision binds to the proposal's change key (its base and result hashes); rejecting also
+tombstones that key, so a later pass that finds the same change records it as suppressed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.core.errors import ProposalError
+from daemon.core.proposals import ACCEPTED, REJECTED, check_transition
+from daemon.db import repo
+from daemon.service.context import App
+
+
+@dataclass(frozen=True)
+class ProposalView:
+    """A stored proposal as faces show it (the ``--json`` contract)."""
+
+    id: int
+    store: str
+    kind: str
+    state: str
+    source: str
+    confidence: float
+    lossy: bool
+    title: str
+    rationale: str
+    evidence: list[dict[str, Any]]
+    base: dict[str, str | None]
+    result: dict[str, str | None]
+    diff: str
+    state_reason: str | None
+    pass_id: int | None
+    created_at: str
+    updated_at: str
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self.result)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "store": self.store, "kind": self.kind, "state": self.state,
+            "paths": self.paths, "source": self.source, "confidence": self.confidence,
+            "lossy": self.lossy, "title": self.title, "rationale": self.rationale,
+            "evidence": self.evidence, "base": self.base, "result": self.result, "diff": self.diff,
+            "state_reason": self.state_reason, "pass_id": self.pass_id,
+            "created_at": self.created_at, "updated_at": self.updated_at, "decisions": self.decisions,
+        }  # fmt: skip
+
+
+def locate(app: App, proposal_id: int) -> tuple[int, int]:
+    """(store id, proposal id) for an id a person typed."""
+    with app.engine().connect() as conn:
+        store_id = repo.proposal_store(conn, proposal_id)
+    if store_id is None:
+        raise ProposalError(f"no proposal #{proposal_id}", hint="dreamd proposals lists them")
+    return store_id, proposal_id
+
+
+def _view(conn, store_name: str, store_id: int, row) -> ProposalView:  # noqa: ANN001
+    files = repo.proposal_files(conn, store_id, row.id)
+    decisions = [
+        {"decision": d.decision, "actor": d.actor, "surface": d.surface, "reason": d.reason, "at": d.decided_at.isoformat()}
+        for d in repo.decisions(conn, store_id, row.id)
+    ]
+    return ProposalView(
+        id=row.id, store=store_name, kind=row.kind, state=row.state, source=row.source,
+        confidence=row.confidence, lossy=row.lossy, title=row.title, rationale=row.rationale,
+        evidence=list(row.evidence.get("items", [])), base={p: b for p, (b, _) in files.items()},
+        result={p: r for p, (_, r) in files.items()}, diff=row.diff, state_reason=row.state_reason,
+        pass_id=row.pass_id, created_at=row.created_at.isoformat(), updated_at=row.updated_at.isoformat(),
+        decisions=decisions,
+    )  # fmt: skip
+
+
+def list_proposals(app: App, store_name: str | None = None, states: list[str] | None = None) -> list[ProposalView]:
+    found: list[ProposalView] = []
+    with app.engine().connect() as conn:
+        for store in repo.all_stores(conn):
+            if store_name and store.name != store_name:
+                continue
+            found += [_view(conn, store.name, store.id, row) for row in repo.list_proposals(conn, store.id, states)]
+    return found
+
+
+def get_proposal(app: App, proposal_id: int) -> ProposalView:
+    store_id, _ = locate(app, proposal_id)
+    with app.engine().connect() as conn:
+        store = repo.store_by_id(conn, store_id)
+        return _view(conn, store.name, store_id, repo.get_proposal(conn, store_id, proposal_id))
+
+
+def decide(app: App, proposal_id: int, decision: str, reason: str | None = None) -> ProposalView:
+    """Accept or reject one proposal, as ``app.actor`` through ``app.surface``."""
+    new_state = ACCEPTED if decision == "accept" else REJECTED
+    store_id, _ = locate(app, proposal_id)
+    now = app.clock()
+    with app.engine().begin() as conn:
+        row = repo.get_proposal(conn, store_id, proposal_id)
+        check_transition(row.state, new_state, proposal_id)
+        repo.set_state(conn, store_id, proposal_id, new_state, now, reason)
+        repo.add_decision(conn, store_id, proposal_id, decision=decision, actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
+        if new_state == REJECTED:
+            repo.add_tombstone(conn, store_id, "change", row.change_key, now, proposal_id=proposal_id, reason=reason)
+        repo.add_event(conn, store_id, f"proposal.{new_state}", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
+    return get_proposal(app, proposal_id)

@@ -1,0 +1,100 @@
+"""From a store's name or path to what the service works on: its config, a scan, a view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import Connection
+
+from daemon.config import StoreConfig, adhoc_store
+from daemon.core.errors import ConfigError
+from daemon.core.index import IndexSpec
+from daemon.core.notes import Note
+from daemon.core.view import StoreView
+from daemon.db import repo
+from daemon.db.engine import describe, translate_db_errors
+from daemon.service.context import App
+from daemon.stores.scan import ScanResult, scan_store
+
+
+def resolve_store(app: App, name: str | None = None, path: str | None = None, preset: str | None = None) -> StoreConfig:
+    """The store a command means: ``--store PATH``, a configured name, or the only one."""
+    if path:
+        return adhoc_store(path, preset or "generic")
+    if name:
+        if name in app.config.stores:
+            return app.config.stores[name]
+        known = known_store(app, name)
+        if known:
+            return known
+        return app.config.store(name)  # raises the "no store named" error
+    if len(app.config.stores) == 1:
+        return next(iter(app.config.stores.values()))
+    raise ConfigError("which store? name one, or give --store PATH --preset NAME")
+
+
+def known_store(app: App, name: str) -> StoreConfig | None:
+    """A store seen by an earlier pass (named by its path), with its preset's defaults.
+
+    Looked up read-only: naming a store must not create or touch the database (a dry
+    run by name writes nothing, and a mistyped name creates no database).
+    """
+    engine = app.read_only_engine()
+    if engine is None:
+        return None
+    try:
+        with translate_db_errors(describe(engine.url)), engine.connect() as conn:
+            row = repo.find_store(conn, name)
+    finally:
+        engine.dispose()
+    return adhoc_store(row.root, row.preset) if row else None
+
+
+def all_stores(app: App) -> list[StoreConfig]:
+    """Configured stores, plus stores named by path in earlier passes."""
+    found = dict(app.config.stores)
+    with app.engine().connect() as conn:
+        for row in repo.all_stores(conn):
+            if row.name not in found:
+                found[row.name] = adhoc_store(row.root, row.preset)
+    return [found[k] for k in sorted(found)]
+
+
+def store_config_for_id(app: App, conn: Connection, store_id: int) -> StoreConfig:
+    row = repo.store_by_id(conn, store_id)
+    if row.name in app.config.stores:
+        return app.config.stores[row.name]
+    return adhoc_store(row.root, row.preset)
+
+
+@dataclass(frozen=True)
+class Observed:
+    """One reading of a store: the scan and the view planners get."""
+
+    scan: ScanResult
+    view: StoreView
+
+
+def observe(store: StoreConfig) -> Observed:
+    scan = scan_store(store.root, store.settings)
+    return Observed(scan, make_view(scan, store))
+
+
+def make_view(scan: ScanResult, store: StoreConfig) -> StoreView:
+    settings = store.settings
+    notes = {
+        path: Note(path, entry.data, entry.hash, entry.mtime_ns, pinned_by_setting=settings.is_pinned(path))
+        for path, entry in scan.notes.items()
+    }
+    others = {path: entry.hash for path, entry in scan.files.items() if path not in notes}
+    spec = IndexSpec(settings.index_path, settings.index_format) if settings.index_path and settings.index_format else None
+    return StoreView(
+        notes=notes,
+        other_files=others,
+        archived=frozenset(scan.archived),
+        index=spec,
+        index_scope=settings.index_scope,
+        retire_mode=settings.retire_mode,
+        archive_dir=settings.archive_dir,
+        protected=settings.protected,
+    )

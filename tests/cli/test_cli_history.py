@@ -1,0 +1,92 @@
+"""``dreamd history --as-of`` (record time) and ``dreamd log --json`` (who did what, in order)."""
+
+from __future__ import annotations
+
+import getpass
+import json
+
+from daemon.config import adhoc_store
+from daemon.core.hashing import hash_bytes
+from daemon.service.apply import apply
+from daemon.service.passes import run_pass
+from daemon.service.review import decide
+
+HUMAN = f"human:{getpass.getuser()}"
+
+
+def _manifest(root):
+    return {str(p.relative_to(root)): hash_bytes(p.read_bytes()) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_history_as_of_lists_the_files_recorded_before_and_after_an_apply(example_store, make_app, clock, cli, db_url):
+    """``--as-of`` a time between pass and apply lists the original files; a time after the apply lists the new ones; before any pass, none."""
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    before = _manifest(example_store)
+    pass_time = clock()
+    report = run_pass(app, store)
+    pid = report.outcomes[0].id
+    decide(app, pid, "accept")
+    apply_time = clock.advance(hours=1)
+    apply(app, [pid])
+    after = _manifest(example_store)
+    assert after != before
+
+    def as_of(moment: str):
+        done = cli("--db", db_url, "history", str(example_store), "--as-of", moment, "--json")
+        assert done.code == 0, done.err
+        return json.loads(done.out)["as_of"]
+
+    earlier = as_of((pass_time.replace(minute=30)).isoformat())
+    assert earlier["files"] == before
+    later = as_of(apply_time.isoformat().replace("+00:00", "Z"))
+    assert later["files"] == after
+    assert as_of("2020-01-01T00:00:00Z") == {"time": "2020-01-01T00:00:00+00:00", "snapshot": None, "files": {}}
+
+
+def test_history_as_of_text_output_lists_paths_with_short_hashes(example_store, make_app, clock, cli, db_url):
+    """The plain ``history --as-of`` output ends with one ``hash  path`` line per recorded file."""
+    run_pass(make_app(), adhoc_store(example_store, "deepcode"))
+    done = cli("--db", db_url, "history", "--store", str(example_store), "--preset", "deepcode", "--as-of", clock().isoformat())
+    assert done.code == 0
+    tail = done.out.split(f"as of {clock().isoformat()}:\n", 1)[1].splitlines()
+    manifest = _manifest(example_store)
+    assert tail == [f"  {manifest[p][:12]}  {p}" for p in sorted(manifest)]
+
+
+def test_history_rejects_a_time_that_is_not_iso(example_store, cli):
+    """``--as-of yesterday`` is a one-line config error with exit 2."""
+    done = cli("history", "--store", str(example_store), "--preset", "deepcode", "--as-of", "yesterday")
+    assert (done.code, done.err) == (2, "error[config]: --as-of 'yesterday' is not an ISO time (e.g. 2026-11-30T12:00:00Z)\n")
+
+
+def test_log_json_names_humans_for_decisions_and_detectors_for_proposals(example_store, make_store, cli):
+    """``log --json``: decisions by human:<user>, proposals by detector:<name>@<v>, and seq 1, 2, 3... within each store."""
+    other = make_store({"a.md": "same words\n", "b.md": "Same  words\n"}, name="other")
+    assert cli("pass", "--store", str(example_store), "--preset", "deepcode").code == 0
+    assert cli("pass", "--store", str(other), "--preset", "generic").code == 0
+    assert cli("accept", "1").code == 0
+    assert cli("reject", "2", "--reason", "keep the copy").code == 0
+    assert cli("apply", "1").code == 0
+    events = json.loads(cli("log", "--json").out)
+    for store in (str(example_store), str(other)):
+        seqs = [e["seq"] for e in events if e["store"] == store]
+        assert seqs == list(range(1, len(seqs) + 1)), store
+    by_proposal = {}
+    for e in events:
+        if e["proposal_id"] is not None:
+            by_proposal.setdefault(e["proposal_id"], []).append((e["type"], e["actor"], e["surface"]))
+    assert by_proposal[1] == [("proposal.pending", "detector:exact-duplicate@1", "cli"), ("proposal.accepted", HUMAN, "cli"), ("proposal.applied", HUMAN, "cli")]
+    assert by_proposal[2] == [("proposal.pending", "detector:exact-duplicate@1", "cli"), ("proposal.rejected", HUMAN, "cli")]
+    assert all(actor.startswith("detector:") and actor.endswith("@1") for e in events if e["type"] == "proposal.pending" for actor in [e["actor"]])
+    assert [e["type"] for e in events if e["store"] == str(other)] == ["proposal.pending", "pass.completed"]
+
+
+def test_log_limited_to_one_store(example_store, make_store, cli):
+    """``dreamd log STORE --json`` shows only that store's events."""
+    other = make_store({"a.md": "x\n"}, name="other")
+    cli("pass", "--store", str(example_store), "--preset", "deepcode")
+    cli("pass", "--store", str(other), "--preset", "generic")
+    events = json.loads(cli("log", str(other), "--json").out)
+    assert {e["store"] for e in events} == {str(other)}
+    assert [e["type"] for e in events] == ["pass.completed"]

@@ -1,0 +1,172 @@
+"""Shared fixtures: a hermetic environment, real stores on disk, a controllable clock, the CLI.
+
+Everything is real: SQLite files under tmp_path, notes written to disk, git for diffs. The
+autouse ``hermetic`` fixture points the XDG state directory into tmp_path and clears the
+variables that would make dreamd read a user's config or database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "deepcode-memory"
+T0 = dt.datetime(2025, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)  # before the real clock: CLI runs come later
+FILE_MTIME_NS = 1_700_000_000 * 10**9  # every fixture file gets this mtime, so survivor choice is deterministic
+
+
+@pytest.fixture(autouse=True)
+def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test reads or writes a real user's state, config or database."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    for name in ("DREAMD_CONFIG", "DREAMD_DB", "STATE_DIRECTORY", "NO_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+class Clock:
+    """A clock the test moves by hand; pass it as ``App(clock=...)``."""
+
+    def __init__(self, start: dt.datetime = T0) -> None:
+        self.now = start
+
+    def __call__(self) -> dt.datetime:
+        return self.now
+
+    def advance(self, **delta: float) -> dt.datetime:
+        self.now += dt.timedelta(**delta)
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "state" / "state.db"
+
+
+@pytest.fixture
+def db_url(db_path: Path) -> str:
+    return f"sqlite:///{db_path}"
+
+
+def write_files(root: Path, files: dict[str, str | bytes], mtime_ns: int = FILE_MTIME_NS) -> Path:
+    """Write ``files`` (relative path -> text or bytes) under ``root`` with a fixed mtime."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode("utf-8") if isinstance(content, str) else content)
+        os.utime(path, ns=(mtime_ns, mtime_ns))
+    return root
+
+
+@pytest.fixture
+def make_store(tmp_path: Path) -> Callable[..., Path]:
+    """Factory: ``make_store(files, name="store")`` writes a store folder and returns its root."""
+
+    def make(files: dict[str, str | bytes], name: str = "store") -> Path:
+        return write_files(tmp_path / name, files)
+
+    return make
+
+
+@pytest.fixture
+def example_store(tmp_path: Path) -> Path:
+    """A copy of examples/deepcode-memory with fixed mtimes."""
+    root = tmp_path / "deepcode"
+    shutil.copytree(EXAMPLE, root)
+    for path in root.iterdir():
+        os.utime(path, ns=(FILE_MTIME_NS, FILE_MTIME_NS))
+    return root
+
+
+@dataclass(frozen=True)
+class FileState:
+    data: bytes
+    mtime_ns: int
+    mode: int
+
+
+def tree_state(root: Path) -> dict[str, FileState | str]:
+    """Every entry below ``root`` (hidden ones too): files with bytes, mtime and mode; folders
+    and symlinks by kind. Two equal results mean nothing was written, created or removed."""
+    found: dict[str, FileState | str] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            path = Path(dirpath) / name
+            rel = str(path.relative_to(root))
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                found[rel] = f"symlink -> {os.readlink(path)}"
+            elif stat.S_ISDIR(info.st_mode):
+                found[rel] = f"dir mtime {info.st_mtime_ns}"
+            else:
+                found[rel] = FileState(path.read_bytes(), info.st_mtime_ns, info.st_mode)
+    return found
+
+
+def file_bytes(root: Path) -> dict[str, bytes]:
+    """Relative path -> bytes of every regular file below ``root``."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file() and not p.is_symlink()}
+
+
+@pytest.fixture
+def snapshot_tree() -> Callable[[Path], dict[str, FileState | str]]:
+    return tree_state
+
+
+@pytest.fixture
+def read_tree() -> Callable[[Path], dict[str, bytes]]:
+    return file_bytes
+
+
+@pytest.fixture
+def make_app(db_url: str, clock: Clock) -> Iterator[Callable[..., object]]:
+    """Factory of service Apps on the test database and clock; all are closed afterwards."""
+    from daemon.config import Config
+    from daemon.service.context import App
+
+    made: list[App] = []
+
+    def make(config: Config | None = None) -> App:
+        app = App(config=config or Config(), db_url=db_url, clock=clock)
+        made.append(app)
+        return app
+
+    yield make
+    for app in made:
+        app.close()
+
+
+@dataclass(frozen=True)
+class Run:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
+    """Run ``dreamd ARGS`` in this process (``daemon.cli.main.main``); returns code, stdout, stderr."""
+    from daemon.cli.main import main
+
+    def run(*args: str) -> Run:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        captured = capsys.readouterr()
+        code = exited.value.code
+        return Run(code if isinstance(code, int) else (0 if code is None else 1), captured.out, captured.err)
+
+    return run

@@ -1,0 +1,109 @@
+"""Invariant 7 and tombstoned values: a rejected change is suppressed later; a retired value coming back is flagged."""
+
+from __future__ import annotations
+
+from daemon.config import adhoc_store
+from daemon.service.apply import apply
+from daemon.service.passes import run_pass
+from daemon.service.review import decide, get_proposal, list_proposals
+
+SUPERSEDE_RETIRES = ("release-plan-v1.md",)
+
+
+def _by_retire(report, retire):
+    return next(o for o in report.outcomes if o.planned.draft.retire == retire)
+
+
+def test_rejected_proposal_comes_back_suppressed_after_an_unrelated_change(example_store, make_app, clock):
+    """After rejecting the supersede and editing an unrelated note, a later pass records the same change as suppressed, not pending."""
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    first = _by_retire(run_pass(app, store), SUPERSEDE_RETIRES)
+    decide(app, first.id, "reject", "v1 is still the plan of record")
+    with open(example_store / "architecture.md", "a") as f:
+        f.write("The gateway terminates TLS.\n")
+    clock.advance(days=2)
+    second = run_pass(app, store)
+    assert second.status == "completed"
+    again = _by_retire(second, SUPERSEDE_RETIRES)
+    assert (again.state, again.note) == ("suppressed", "the same change was rejected before")
+    stored = get_proposal(app, again.id)
+    assert (stored.state, stored.kind) == ("suppressed", "supersede")
+    assert again.planned.key == first.planned.key
+    assert [p.id for p in list_proposals(app, states=["pending"]) if p.kind == "supersede"] == []
+
+
+def test_unrelated_index_edit_does_not_resurrect_a_rejected_merge(example_store, make_app, clock):
+    """A rejected merge stays suppressed when only an unrelated line of MEMORY.md changed (the key leaves the index out)."""
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    first = _by_retire(run_pass(app, store), ("build-commands-copy.md",))
+    decide(app, first.id, "reject", "both are fine")
+    with open(example_store / "MEMORY.md", "a") as f:
+        f.write("- [Architecture](architecture.md) — the three services\n")
+    clock.advance(days=1)
+    again = _by_retire(run_pass(app, store), ("build-commands-copy.md",))
+    assert again.state == "suppressed"
+    assert again.planned.change.base["MEMORY.md"] != first.planned.change.base["MEMORY.md"]
+
+
+def test_changed_note_makes_a_rejected_change_new_again(example_store, make_app, clock):
+    """Editing a note the rejected proposal retires yields a different change, proposed as pending."""
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    first = _by_retire(run_pass(app, store), SUPERSEDE_RETIRES)
+    decide(app, first.id, "reject", "not yet")
+    path = example_store / "release-plan-v1.md"
+    path.write_bytes(path.read_bytes() + b"Dropped in April.\n")
+    clock.advance(days=1)
+    again = _by_retire(run_pass(app, store), SUPERSEDE_RETIRES)
+    assert again.state == "pending"
+    assert again.planned.key != first.planned.key
+
+
+def test_retired_value_written_back_is_proposed_for_soft_expiry(example_store, make_app, clock):
+    """After applying the near-duplicate merge, a new note with the retired note's text is proposed for expiry naming that note."""
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    merge = _by_retire(run_pass(app, store), ("test-setup-notes.md",))
+    decide(app, merge.id, "accept")
+    clock.advance(minutes=1)
+    assert [r.state for r in apply(app, [merge.id])] == ["applied"]
+    retired_body = (example_store / ".dreamd-archive" / "test-setup-notes.md").read_text().split("---\n", 2)[2]
+    (example_store / "testing-notes-again.md").write_text(retired_body)
+    clock.advance(days=1)
+    report = run_pass(app, store)
+    flagged = [o for o in report.outcomes if o.planned.draft.source == "detector:tombstoned-value@1"]
+    assert [(o.state, o.planned.draft.kind, o.planned.draft.retire) for o in flagged] == [("pending", "soft-expire", ("testing-notes-again.md",))]
+    assert flagged[0].planned.draft.reason == "same content as test-setup-notes.md, retired earlier"
+
+
+def test_exact_merge_survivor_is_not_flagged_as_a_tombstoned_value(example_store, make_app, clock):
+    """The survivor of an applied exact-duplicate merge holds the retired text but is not proposed for expiry."""
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    merge = _by_retire(run_pass(app, store), ("build-commands-copy.md",))
+    decide(app, merge.id, "accept")
+    clock.advance(minutes=1)
+    assert [r.state for r in apply(app, [merge.id])] == ["applied"]
+    clock.advance(days=1)
+    report = run_pass(app, store)
+    assert [o.planned.draft.retire for o in report.outcomes if o.planned.draft.source == "detector:tombstoned-value@1"] == []
+    assert all("build-commands.md" not in o.planned.draft.retire for o in report.outcomes)
+
+
+def test_reverting_a_merge_lifts_its_value_tombstone(example_store, make_app, clock):
+    """After the near-duplicate merge is reverted, the same text in a new note is no longer flagged as a retired value."""
+    from daemon.service.apply import revert
+
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    merge = _by_retire(run_pass(app, store), ("test-setup-notes.md",))
+    decide(app, merge.id, "accept")
+    apply(app, [merge.id])
+    clock.advance(minutes=1)
+    revert(app, merge.id)
+    (example_store / "testing-notes-again.md").write_bytes((example_store / "test-setup-notes.md").read_bytes())
+    clock.advance(days=1)
+    report = run_pass(app, store)
+    assert [o for o in report.outcomes if o.planned.draft.source == "detector:tombstoned-value@1"] == []
