@@ -259,6 +259,14 @@ def value_tombstones(conn: Connection, store_id: int) -> dict[str, str]:
     return {r.key: r.note_path or "" for r in rows}
 
 
+def rejected_changes(conn: Connection, store_id: int) -> frozenset[str]:
+    """Change keys of rejected proposals: planners must not count on those changes."""
+    rows = conn.scalars(
+        select(t.tombstones.c.key).where(t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == "change")
+    )
+    return frozenset(rows)
+
+
 def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int) -> None:
     """A revert brings retired notes back, so their values are no longer tombstoned."""
     conn.execute(

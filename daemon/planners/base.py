@@ -12,6 +12,8 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import replace
 
+from daemon.core.changes import key_of
+from daemon.core.errors import ValidationError
 from daemon.core.proposals import Draft
 from daemon.core.view import StoreView, utc
 from daemon.planners.context import Detector, DetectorSettings, PlanContext, source_of
@@ -57,8 +59,18 @@ def run_detectors(ctx: PlanContext, detectors: Sequence[Detector] = DEFAULT_DETE
         if wrong:
             raise ValueError(f"detector {detector.name} produced drafts with source {wrong[0]!r}")
         drafts.extend(sorted(found, key=_order))
-        ctx = replace(ctx, retiring=ctx.retiring | {path for d in found for path in d.retire})
+        ctx = replace(ctx, retiring=ctx.retiring | {p for d in found if not _rejected(d, ctx) for p in d.retire})
     return drafts
+
+
+def _rejected(draft: Draft, ctx: PlanContext) -> bool:
+    """Whether people already rejected exactly this change."""
+    if not ctx.rejected_changes or not draft.retire:
+        return False
+    try:
+        return key_of(draft, ctx.view) in ctx.rejected_changes
+    except ValidationError:
+        return True  # it cannot be built, so it will not happen either
 
 
 def planner_fingerprint(detectors: Sequence[Detector], settings: DetectorSettings) -> str:

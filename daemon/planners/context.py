@@ -63,6 +63,9 @@ class PlanContext:
     settings: DetectorSettings = field(default_factory=DetectorSettings)
     # notes that drafts of earlier detectors in this pass retire: later ones plan around them
     retiring: frozenset[str] = frozenset()
+    # change keys of proposals people rejected: such drafts are still made (and recorded
+    # as suppressed), but later detectors must not plan as if they will happen
+    rejected_changes: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "now", utc(self.now))

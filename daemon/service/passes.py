@@ -61,8 +61,14 @@ def _fingerprint(app: App, store: StoreConfig) -> str:
     return f"{planner_fingerprint(DEFAULT_DETECTORS, app.config.planner)};{layout}"
 
 
-def _plan(app: App, observed: Observed, now: dt.datetime, tombstoned: dict[str, str]) -> list[Planned]:
-    ctx = PlanContext(view=observed.view, now=now, tombstoned_values=tombstoned, settings=app.config.planner)
+def _remembered(conn: Connection, store_id: int) -> tuple[dict[str, str], frozenset[str]]:
+    """What earlier decisions tell the planner: retired values, rejected changes."""
+    return repo.value_tombstones(conn, store_id), repo.rejected_changes(conn, store_id)
+
+
+def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]]) -> list[Planned]:
+    values, rejected = remembered
+    ctx = PlanContext(view=observed.view, now=now, tombstoned_values=values, rejected_changes=rejected, settings=app.config.planner)
     return [make_proposal(draft, observed.view, now) for draft in run_detectors(ctx)]
 
 
@@ -99,8 +105,8 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
             return report
         report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
         report.stale = _mark_stale(app, conn, store_id, scan.manifest, now)
-        tombstoned = repo.value_tombstones(conn, store_id)
-    planned = _plan(app, observed, now, tombstoned)
+        remembered = _remembered(conn, store_id)
+    planned = _plan(app, observed, now, remembered)
     with app.engine().begin() as conn:
         for item in planned:
             report.outcomes.append(_store_proposal(app, conn, store_id, pass_id, item, now))
@@ -170,15 +176,15 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
     """Everything a pass would propose, from a read-only look at the database."""
     observed = observe(store)
     report = PassReport(store.name, "dry-run", observed.scan.root_hash, skipped_files=observed.scan.skipped, notes=len(observed.scan.notes), at=now)
-    tombstoned: dict[str, str] = {}
+    remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     engine = app.read_only_engine()
     store_row = None
     if engine is not None:
         with engine.connect() as conn:
             store_row = repo.find_store(conn, store.name)
             if store_row:
-                tombstoned = repo.value_tombstones(conn, store_row.id)
-    planned = _plan(app, observed, now, tombstoned)
+                remembered = _remembered(conn, store_row.id)
+    planned = _plan(app, observed, now, remembered)
     for item in planned:
         outcome = Outcome(item, item.state, note=item.reason)
         if engine is not None and store_row is not None and item.state == PENDING:

@@ -107,3 +107,19 @@ def test_reverting_a_merge_lifts_its_value_tombstone(example_store, make_app, cl
     clock.advance(days=1)
     report = run_pass(app, store)
     assert [o for o in report.outcomes if o.planned.draft.source == "detector:tombstoned-value@1"] == []
+
+
+def test_index_lists_a_note_whose_merge_was_rejected(make_store, make_app, clock):
+    """Once a merge is rejected, the next pass's reindex adds the note it had planned to merge away."""
+    body = "Deploys go through the staging cluster first and wait for the smoke tests.\n"
+    root = make_store({"MEMORY.md": "# M\n- [A](a.md)\n", "a.md": body, "b.md": body.upper()})
+    store = adhoc_store(root, "deepcode")
+    app = make_app()
+    first = run_pass(app, store)
+    assert [o.planned.draft.kind for o in first.outcomes] == ["merge"]
+    decide(app, first.outcomes[0].id, "reject", "keep both")
+    (root / "c.md").write_text("Unrelated fact about the build.\n")
+    clock.advance(days=1)
+    second = run_pass(app, store)
+    reindex = next(o for o in second.outcomes if o.planned.draft.kind == "reindex")
+    assert reindex.planned.draft.index_add == ("b.md", "c.md")
