@@ -332,3 +332,29 @@ def unfinished_journals(conn: Connection, store_id: int, states: tuple[str, ...]
             .order_by(t.journal.c.id)
         )
     )
+
+
+# leases ------------------------------------------------------------------------------
+
+
+def acquire_lease(conn: Connection, store_id: int, holder: str, now: dt.datetime, ttl: dt.timedelta, *, is_dead: Any = None) -> tuple[bool, str | None]:
+    """Take the store's lease. Returns (newly taken, holder now blocking us or None).
+
+    The lease is free when absent, expired, held by ``holder`` already (then it is not
+    newly taken), or held by a holder ``is_dead(holder)`` says is gone.
+    """
+    row = conn.execute(select(t.leases).where(t.leases.c.store_id == store_id).with_for_update()).first()
+    if row is not None and row.holder == holder:
+        return False, None
+    if row is not None and row.expires_at > now and not (is_dead and is_dead(row.holder)):
+        return False, row.holder
+    values = {"holder": holder, "acquired_at": now, "expires_at": now + ttl, "heartbeat_at": now}
+    if row is None:
+        conn.execute(insert(t.leases).values(store_id=store_id, **values))
+    else:
+        conn.execute(update(t.leases).where(t.leases.c.store_id == store_id).values(**values))
+    return True, None
+
+
+def release_lease(conn: Connection, store_id: int, holder: str) -> None:
+    conn.execute(t.leases.delete().where(t.leases.c.store_id == store_id, t.leases.c.holder == holder))

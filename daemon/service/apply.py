@@ -19,6 +19,7 @@ from daemon.core.validate import unsafe_path_reason
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
+from daemon.service.leases import holding_store
 from daemon.service.recovery import finish_journal, recover
 from daemon.service.review import locate
 from daemon.service.workspace import store_config_for_id
@@ -51,9 +52,14 @@ def _accepted(app: App, store_name: str | None) -> list[tuple[int, int]]:
 
 
 def _apply_one(app: App, store_id: int, proposal_id: int) -> ApplyResult:
-    engine = app.engine()
-    with engine.connect() as conn:
+    with app.engine().connect() as conn:
         store = store_config_for_id(app, conn, store_id)
+    with holding_store(app, store_id, store.name):
+        return _apply_held(app, store, store_id, proposal_id)
+
+
+def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -> ApplyResult:
+    engine = app.engine()
     recover(app, store)  # first: it may finish this very proposal's crashed apply
     with engine.connect() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)
@@ -103,9 +109,14 @@ def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str |
 def revert(app: App, proposal_id: int) -> ApplyResult:
     """Restore the files an applied proposal changed to their exact before-bytes."""
     store_id, _ = locate(app, proposal_id)
-    engine = app.engine()
-    with engine.connect() as conn:
+    with app.engine().connect() as conn:
         store = store_config_for_id(app, conn, store_id)
+    with holding_store(app, store_id, store.name):
+        return _revert_held(app, store, store_id, proposal_id)
+
+
+def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -> ApplyResult:
+    engine = app.engine()
     recover(app, store)  # first: it may finish this very proposal's crashed apply or revert
     with engine.connect() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)

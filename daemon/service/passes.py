@@ -20,6 +20,7 @@ from daemon.service.context import App
 from daemon.service.proposing import Planned, make_proposal
 from daemon.service.recovery import EXTERNAL, record_external_changes, recover
 from daemon.service.workspace import Observed, observe
+from daemon.stores.paths import store_root
 from daemon.stores.scan import Skipped
 
 
@@ -76,6 +77,7 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassRepo
     now = app.clock()
     if dry_run:
         return _dry_run(app, store, now)
+    store_root(store.root)  # a missing folder is the user's typo: record nothing for it
     engine = app.engine()
     recover(app, store)
     with engine.begin() as conn:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datetime as dt
 
+from typing import Any
+
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
@@ -20,16 +22,33 @@ from daemon.core.proposals import APPLIED, REVERTED
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
+from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
 from daemon.stores.scan import scan_store
 
 
 def recover(app: App, store: StoreConfig) -> list[int]:
-    """Roll every unfinished journal of the store forward; returns the proposal ids."""
+    """Roll every unfinished journal of the store forward; returns the proposal ids.
+
+    Runs under the store's lease: a journal another live process is still writing is its
+    business, not a crash, and is left alone.
+    """
     engine = app.engine()
     with engine.connect() as conn:
         row = repo.find_store(conn, store.name)
-        pending = repo.unfinished_journals(conn, row.id) if row else []
+        if row is None or not repo.unfinished_journals(conn, row.id):
+            return []
+    try:
+        with holding_store(app, row.id, store.name):
+            with engine.connect() as conn:
+                pending = repo.unfinished_journals(conn, row.id)
+            return _roll_forward(app, store, row, pending)
+    except StoreBusyError:
+        return []
+
+
+def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) -> list[int]:
+    engine = app.engine()
     done = []
     for entry in pending:
         steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]

@@ -144,6 +144,7 @@ def test_missing_store_path_is_one_line_with_exit_3(tmp_path, cli, dry):
     missing = tmp_path / "no-such-store"
     result = cli("pass", "--store", str(missing), "--preset", "deepcode", *(["--dry-run"] if dry else []))
     _one_line(result, 3, f"error[store]: store root {missing}: No such file or directory")
+    assert not list(tmp_path.rglob("state.db")), "a typo'd store path must not create or fill a state database"
 
 
 def test_database_path_that_is_a_directory_is_one_line_with_exit_4(tmp_path, cli):
