@@ -43,8 +43,11 @@ def archive_path(view: StoreView, path: str, taken: set[str]) -> str:
     return candidate
 
 
-def build(draft: Draft, view: StoreView, now: dt.datetime) -> Change:
-    """Files before and after the draft; raises ValidationError when it cannot be built."""
+def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool = True) -> Change:
+    """Files before and after the draft; raises ValidationError when it cannot be built.
+
+    ``with_index=False`` leaves the index edit out (the change key does not need it).
+    """
     after: dict[str, bytes | None] = {}
     read: set[str] = set(draft.notes)
     for path in draft.notes:
@@ -71,7 +74,7 @@ def build(draft: Draft, view: StoreView, now: dt.datetime) -> Change:
             else:
                 after[path] = marked
 
-    new_index = _edit_index(draft, view)
+    new_index = _edit_index(draft, view) if with_index else None
     if new_index is not None and view.index is not None:
         read.add(view.index.path)
         after[view.index.path] = new_index
@@ -82,12 +85,13 @@ def _edit_index(draft: Draft, view: StoreView) -> bytes | None:
     note = view.index_note
     if note is None or view.index is None:
         return None
-    text = note.data.decode("utf-8")
     drop = set(draft.retire) | set(draft.index_drop)
-    edited = index.drop(view.index, text, drop, view.notes) if drop else text
+    lines = index.drop_lines(view.index, view.index_lines, view.index_entries, drop) if drop else view.index_lines
     adds = [(p, view.notes[p].title, view.notes[p].description) for p in draft.index_add]
-    edited = index.add(view.index, edited, adds)
-    return edited.encode("utf-8") if edited != text else None
+    if lines is view.index_lines and not adds:
+        return None
+    edited = index.add(view.index, "".join(lines), adds)
+    return edited.encode("utf-8")
 
 
 def _as_change(view: StoreView, read: set[str], after: dict[str, bytes | None]) -> Change:
@@ -115,7 +119,7 @@ def key_of(draft: Draft, view: StoreView) -> str:
     The index is left out because unrelated index edits must not resurrect a rejected
     merge; reindex drafts are keyed on the entries they add and drop instead.
     """
-    canonical = build(draft, view, KEY_EPOCH)
+    canonical = build(draft, view, KEY_EPOCH, with_index=False)
     skip = {view.index.path} if view.index else set()
     base = {p: h for p, h in canonical.base.items() if p not in skip}
     result = {p: h for p, h in canonical.result.items() if p not in skip}

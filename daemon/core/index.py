@@ -88,19 +88,23 @@ def entries(spec: IndexSpec, text: str, notes: Iterable[str]) -> list[Entry]:
 
 def drop(spec: IndexSpec, text: str, paths: set[str], notes: Iterable[str]) -> str:
     """The index without entries for ``paths``; lines left with no entry are removed."""
-    listed = entries(spec, text, notes)
+    lines = text.splitlines(keepends=True)
+    return "".join(drop_lines(spec, lines, entries(spec, text, notes), paths))
+
+
+def drop_lines(spec: IndexSpec, lines: list[str], listed: list[Entry], paths: set[str]) -> list[str]:
+    """``drop`` on an index already split and parsed (a pass parses it once, not per proposal)."""
     doomed = {e.line for e in listed if e.path in paths}
     if not doomed:
-        return text
-    out: list[str] = []
-    for number, line in enumerate(text.splitlines(keepends=True), 1):
-        if number not in doomed:
-            out.append(line)
-            continue
+        return lines
+    out = list(lines)
+    for number in sorted(doomed, reverse=True):
         kept = [e for e in listed if e.line == number and e.path not in paths]
         if kept and spec.format == LINKS:
-            out.append(_drop_links(spec, line, paths))
-    return "".join(out)
+            out[number - 1] = _drop_links(spec, lines[number - 1], paths)
+        else:
+            del out[number - 1]
+    return out
 
 
 def _drop_links(spec: IndexSpec, line: str, paths: set[str]) -> str:

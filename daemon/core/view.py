@@ -10,8 +10,9 @@ import datetime as dt
 import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cached_property
 
-from daemon.core.index import IndexSpec, entries
+from daemon.core.index import Entry, IndexSpec, entries
 from daemon.core.notes import Note
 
 IN_PLACE = "in-place"
@@ -61,13 +62,23 @@ class StoreView:
             return False
         return self.index_scope is None or fnmatch.fnmatchcase(note.path, self.index_scope)
 
+    @cached_property
+    def index_lines(self) -> list[str]:
+        """The index split into lines (with their endings), once per view."""
+        note = self.index_note
+        return note.data.decode("utf-8", errors="replace").splitlines(keepends=True) if note else []
+
+    @cached_property
+    def index_entries(self) -> list[Entry]:
+        """The index's entries, parsed once per view: every proposal edits the same index."""
+        if self.index is None or self.index_note is None:
+            return []
+        return entries(self.index, "".join(self.index_lines), self.notes)
+
     def listed(self) -> dict[str, list[int]]:
         """Index entries: note path -> index line numbers."""
-        note = self.index_note
-        if note is None or self.index is None:
-            return {}
         found: dict[str, list[int]] = {}
-        for entry in entries(self.index, note.data.decode("utf-8", errors="replace"), self.notes):
+        for entry in self.index_entries:
             found.setdefault(entry.path, []).append(entry.line)
         return found
 

@@ -178,13 +178,22 @@ def get_proposal(conn: Connection, store_id: int, proposal_id: int) -> Any:
 
 
 def proposal_files(conn: Connection, store_id: int, proposal_id: int) -> dict[str, tuple[str | None, str | None]]:
-    rows = conn.execute(
-        select(t.proposal_files)
-        .join(t.proposals, t.proposals.c.id == t.proposal_files.c.proposal_id)
-        .where(t.proposals.c.store_id == store_id, t.proposal_files.c.proposal_id == proposal_id)
-        .order_by(t.proposal_files.c.path)
-    )
-    return {r.path: (r.base_hash, r.result_hash) for r in rows}
+    return files_of(conn, store_id, [proposal_id]).get(proposal_id, {})
+
+
+def files_of(conn: Connection, store_id: int, proposal_ids: list[int]) -> dict[int, dict[str, tuple[str | None, str | None]]]:
+    """Files of many proposals in one query per 500 ids (listing stays one round trip)."""
+    found: dict[int, dict[str, tuple[str | None, str | None]]] = {}
+    for i in range(0, len(proposal_ids), 500):
+        rows = conn.execute(
+            select(t.proposal_files)
+            .join(t.proposals, t.proposals.c.id == t.proposal_files.c.proposal_id)
+            .where(t.proposals.c.store_id == store_id, t.proposal_files.c.proposal_id.in_(proposal_ids[i : i + 500]))
+            .order_by(t.proposal_files.c.proposal_id, t.proposal_files.c.path)
+        )
+        for r in rows:
+            found.setdefault(r.proposal_id, {})[r.path] = (r.base_hash, r.result_hash)
+    return found
 
 
 def list_proposals(conn: Connection, store_id: int, states: Iterable[str] | None = None) -> list[Any]:
@@ -217,13 +226,20 @@ def add_decision(conn: Connection, store_id: int, proposal_id: int, **values: An
 
 
 def decisions(conn: Connection, store_id: int, proposal_id: int) -> list[Any]:
-    return list(
-        conn.execute(
+    return decisions_of(conn, store_id, [proposal_id]).get(proposal_id, [])
+
+
+def decisions_of(conn: Connection, store_id: int, proposal_ids: list[int]) -> dict[int, list[Any]]:
+    found: dict[int, list[Any]] = {}
+    for i in range(0, len(proposal_ids), 500):
+        rows = conn.execute(
             select(t.decisions)
-            .where(t.decisions.c.store_id == store_id, t.decisions.c.proposal_id == proposal_id)
+            .where(t.decisions.c.store_id == store_id, t.decisions.c.proposal_id.in_(proposal_ids[i : i + 500]))
             .order_by(t.decisions.c.id)
         )
-    )
+        for r in rows:
+            found.setdefault(r.proposal_id, []).append(r)
+    return found
 
 
 # tombstones --------------------------------------------------------------------------

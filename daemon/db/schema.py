@@ -166,14 +166,17 @@ proposals = Table(
 )
 
 # One row per file a proposal reads or writes. base_hash NULL: the file does not exist
-# before (created); result_hash NULL: it does not exist after (moved away).
+# before (created); result_hash NULL: it does not exist after (moved away). Base bytes are
+# blobs (every scanned file is); result bytes are not stored: they are rebuilt from the
+# base and the proposal's diff, which was proven to give exactly them, so a pass over a
+# store with a large index does not keep one full copy of the index per proposal.
 proposal_files = Table(
     "proposal_files",
     metadata,
     Column("proposal_id", Integer, ForeignKey("proposals.id"), primary_key=True),
     Column("path", Text, primary_key=True),
     Column("base_hash", HASH, ForeignKey("blobs.hash")),
-    Column("result_hash", HASH, ForeignKey("blobs.hash")),
+    Column("result_hash", HASH),
 )
 
 decisions = Table(

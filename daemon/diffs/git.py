@@ -1,9 +1,10 @@
 """Unified diffs from ``git diff --no-index --histogram``, which ``git apply`` accepts.
 
-Each touched file is diffed on its own between ``a/<path>`` and ``b/<path>`` in a private
-temporary folder (``/dev/null`` for a side that does not exist), so the patch carries the
-store-relative paths a reviewer expects and applies with ``git apply`` at the store root.
-The temporary folder is outside every store and removed at once.
+The files a change writes are laid out as ``a/<path>`` (before) and ``b/<path>`` (after) in
+a private temporary folder, and one ``git diff --no-index --no-prefix a b`` compares the
+two trees: the patch carries the store-relative paths a reviewer expects and applies with
+``git apply`` at the store root. The temporary folder is outside every store and removed
+at once.
 """
 
 from __future__ import annotations
@@ -32,29 +33,31 @@ def git_binary() -> str:
 
 
 def unified_diff(change: Change) -> str:
-    """The whole change as one unified diff, files in path order."""
+    """The whole change as one unified diff, files in path order, from one git process."""
     git = git_binary()
     env = {**os.environ, **_GIT_ENV}
-    chunks: list[str] = []
+    written = change.written
+    if not written:
+        return ""
     with tempfile.TemporaryDirectory(prefix="dreamd-diff-") as tmp:
-        for path in change.written:
-            left = _place(Path(tmp), "a", path, change.before(path))
-            right = _place(Path(tmp), "b", path, change.after(path))
-            done = subprocess.run(
-                [git, "-c", "core.quotepath=false", "diff", "--no-index", "--histogram",
-                 "--no-prefix", "--no-color", "--no-ext-diff", "--no-renames", "--", left, right],
-                cwd=tmp, env=env, capture_output=True, check=False,
-            )  # fmt: skip
-            if done.returncode not in (0, 1):
-                raise DiffError(f"git diff failed on {path}: {done.stderr.decode(errors='replace').strip()}")
-            chunks.append(done.stdout.decode("utf-8"))
-    return "".join(chunks)
+        for side in ("a", "b"):
+            os.mkdir(os.path.join(tmp, side))
+        for path in written:
+            _place(Path(tmp), "a", path, change.before(path))
+            _place(Path(tmp), "b", path, change.after(path))
+        done = subprocess.run(
+            [git, "-c", "core.quotepath=false", "diff", "--no-index", "--histogram",
+             "--no-prefix", "--no-color", "--no-ext-diff", "--no-renames", "--", "a", "b"],
+            cwd=tmp, env=env, capture_output=True, check=False,
+        )  # fmt: skip
+    if done.returncode not in (0, 1):
+        raise DiffError(f"git diff failed on {', '.join(written)}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout.decode("utf-8")
 
 
-def _place(tmp: Path, side: str, path: str, data: bytes | None) -> str:
+def _place(tmp: Path, side: str, path: str, data: bytes | None) -> None:
     if data is None:
-        return os.devnull
+        return
     target = tmp / side / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
-    return f"{side}/{path}"

@@ -12,10 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from daemon.config import StoreConfig
-from daemon.core.errors import ConflictError, ProposalError, UnsafePathError
+from daemon.core.errors import ConflictError, ProposalError
 from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, REVERTED, STALE, check_transition
-from daemon.core.validate import unsafe_path_reason
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
@@ -66,11 +65,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     if row.state != ACCEPTED:
         raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=f"dreamd accept {proposal_id}")
     with engine.connect() as conn:
-        files = repo.proposal_files(conn, store_id, proposal_id)
-        blobs = repo.get_blobs(conn, [h for pair in files.values() for h in pair if h])
-    unsafe = [reason for reason in map(unsafe_path_reason, files) if reason]
-    if unsafe:
-        raise UnsafePathError(f"proposal {proposal_id} is refused: {unsafe[0]}; nothing was written", hint=f"dreamd reject {proposal_id} --reason 'unsafe path'")
+        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     now = app.clock()
     pinned = _pinned_changes(store, files, blobs)
     changed = journal.mismatches(store.root, {p: base for p, (base, _) in files.items()})
@@ -122,8 +117,7 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
         row = repo.get_proposal(conn, store_id, proposal_id)
     check_transition(row.state, REVERTED, proposal_id)
     with engine.connect() as conn:
-        files = repo.proposal_files(conn, store_id, proposal_id)
-        blobs = repo.get_blobs(conn, [h for pair in files.values() for h in pair if h])
+        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     steps = [journal.Step(p, r, b) for p, (b, r) in files.items() if b != r]
     changed = journal.mismatches(store.root, {s.path: s.before for s in steps})
     if changed:

@@ -13,8 +13,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.core.errors import StoreError
+from sqlalchemy import Connection
+
+from daemon.core.errors import DiffError, StoreError, UnsafePathError
 from daemon.core.hashing import hash_bytes
+from daemon.core.patch import rebuild
+from daemon.core.validate import unsafe_path_reason
+from daemon.db import repo
 from daemon.stores import files
 
 
@@ -63,3 +68,33 @@ def write(root: Path, targets: Mapping[str, str | None], blobs: Mapping[str, byt
     for path in sorted(p for p, h in targets.items() if h is None):
         if current[path] is not None:
             files.remove_file(root, path)
+
+
+Files = dict[str, tuple[str | None, str | None]]
+
+
+def proposal_bytes(conn: Connection, store_id: int, proposal_id: int) -> tuple[Files, dict[str, bytes]]:
+    """A proposal's files (path -> base, result hash) and the bytes of both sides, by hash.
+
+    Base bytes are blobs; result bytes are rebuilt from the base and the stored diff and
+    must hash to the recorded result, or nothing is written. A path that could leave the
+    store is refused before any byte is looked at.
+    """
+    files_ = repo.proposal_files(conn, store_id, proposal_id)
+    unsafe = [reason for reason in map(unsafe_path_reason, files_) if reason]
+    if unsafe:
+        raise UnsafePathError(f"proposal {proposal_id} is refused: {unsafe[0]}; nothing was written", hint=f"dreamd reject {proposal_id} --reason 'unsafe path'")
+    blobs = repo.get_blobs(conn, [base for base, _ in files_.values() if base])
+    missing = [p for p, (base, _) in files_.items() if base and base not in blobs]
+    if missing:
+        raise StoreError(f"proposal {proposal_id}: the recorded bytes of {', '.join(missing)} are missing from the state database")
+    written = {p: r for p, (b, r) in files_.items() if r is not None and r != b}
+    if written:
+        diff = repo.get_proposal(conn, store_id, proposal_id).diff
+        rebuilt = rebuild(diff, {p: blobs[b] if b else None for p, (b, _) in files_.items()})
+        for path, result in written.items():
+            data = rebuilt.get(path)
+            if data is None or hash_bytes(data) != result:
+                raise DiffError(f"proposal {proposal_id}: its diff does not rebuild {path}; nothing was written")
+            blobs[result] = data
+    return files_, blobs

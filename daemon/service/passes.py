@@ -7,21 +7,26 @@ database is opened immutable (or not at all) and no event, blob or pass is recor
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
-from daemon.core.proposals import PENDING, REFUSED, STALE, SUPPRESSED
+from daemon.core.proposals import PENDING, STALE, SUPPRESSED
 from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
 from daemon.service.context import App
 from daemon.service.proposing import Planned, make_proposal
-from daemon.service.recovery import EXTERNAL, record_external_changes, recover
+from daemon.service.recovery import record_external_changes, recover
 from daemon.service.workspace import Observed, observe
 from daemon.stores.paths import store_root
 from daemon.stores.scan import Skipped
+
+
+STORE_BATCH = 50  # proposals per transaction: bounded memory, short write locks
 
 
 @dataclass
@@ -67,10 +72,11 @@ def _remembered(conn: Connection, store_id: int) -> tuple[dict[str, str], frozen
     return repo.value_tombstones(conn, store_id), repo.rejected_changes(conn, store_id)
 
 
-def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]]) -> list[Planned]:
+def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]]) -> Iterator[Planned]:
+    """Proposals one at a time: a pass over a large store never holds every result's bytes."""
     values, rejected = remembered
     ctx = PlanContext(view=observed.view, now=now, tombstoned_values=values, rejected_changes=rejected, settings=app.config.planner)
-    return [make_proposal(draft, observed.view, now) for draft in run_detectors(ctx)]
+    return (make_proposal(draft, observed.view, now) for draft in run_detectors(ctx))
 
 
 def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassReport:
@@ -109,9 +115,10 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
         report.stale = _mark_stale(app, conn, store_id, scan.manifest, now)
         remembered = _remembered(conn, store_id)
     planned = _plan(app, observed, now, remembered)
+    while batch := list(itertools.islice(planned, STORE_BATCH)):
+        with app.engine().begin() as conn:
+            report.outcomes += [_store_proposal(app, conn, store_id, pass_id, item, now) for item in batch]
     with app.engine().begin() as conn:
-        for item in planned:
-            report.outcomes.append(_store_proposal(app, conn, store_id, pass_id, item, now))
         next_due = earliest_due(observed.view, now, app.config.planner)
         repo.finish_pass(conn, store_id, pass_id, status="completed", finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
         repo.add_event(conn, store_id, "pass.completed", app.actor, app.surface, now, report.stats, pass_id=pass_id)
@@ -150,18 +157,19 @@ def _store_proposal(app: App, conn: Connection, store_id: int, pass_id: int, ite
     if state == PENDING:
         existing = repo.open_proposal_with_key(conn, store_id, item.key)
         if existing is not None:
-            return Outcome(item, "duplicate", existing, f"already proposed as #{existing}")
+            return Outcome(item.slim(), "duplicate", existing, f"already proposed as #{existing}")
         if repo.has_tombstone(conn, store_id, "change", item.key):
             state, note = SUPPRESSED, "the same change was rejected before"
     values = proposal_values(item, state, note, pass_id, now)
     files: dict[str, tuple[str | None, str | None]] = {}
     if item.change is not None:
-        repo.put_blobs(conn, item.change.data)
+        base = {h for h in item.change.base.values() if h}
+        repo.put_blobs(conn, {h: item.change.data[h] for h in base})  # results: rebuilt from the diff
         files = {p: (item.change.base[p], item.change.result[p]) for p in item.change.result}
     proposal_id = repo.add_proposal(conn, store_id, values, files)
     payload = {"kind": item.draft.kind, "state": state, "paths": item.paths, "reason": note, "confidence": item.draft.confidence}
     repo.add_event(conn, store_id, f"proposal.{state}", item.draft.source, app.surface, now, payload, pass_id=pass_id, proposal_id=proposal_id)
-    return Outcome(item, state, proposal_id, note)
+    return Outcome(item.slim(), state, proposal_id, note)
 
 
 def proposal_values(item: Planned, state: str, note: str | None, pass_id: int | None, now: dt.datetime) -> dict[str, Any]:
@@ -188,18 +196,17 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
                 remembered = _remembered(conn, store_row.id)
     planned = _plan(app, observed, now, remembered)
     for item in planned:
-        outcome = Outcome(item, item.state, note=item.reason)
+        outcome = Outcome(item.slim(), item.state, note=item.reason)
         if engine is not None and store_row is not None and item.state == PENDING:
             with engine.connect() as conn:
                 existing = repo.open_proposal_with_key(conn, store_row.id, item.key)
                 if existing is not None:
-                    outcome = Outcome(item, "duplicate", existing, f"already proposed as #{existing}")
+                    outcome = Outcome(item.slim(), "duplicate", existing, f"already proposed as #{existing}")
                 elif repo.has_tombstone(conn, store_row.id, "change", item.key):
-                    outcome = Outcome(item, SUPPRESSED, note="the same change was rejected before")
+                    outcome = Outcome(item.slim(), SUPPRESSED, note="the same change was rejected before")
         report.outcomes.append(outcome)
     if engine is not None:
         engine.dispose()
     return report
 
 
-__all__ = ["PassReport", "Outcome", "run_pass", "REFUSED", "EXTERNAL"]

@@ -7,7 +7,7 @@ reason; nothing is dropped silently. A diff that does not rebuild its result is 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from daemon.core.changes import build, key_of
 from daemon.core.errors import DiffError, ValidationError
@@ -28,6 +28,12 @@ class Planned:
     key: str
     state: str
     reason: str | None = None
+
+    def slim(self) -> Planned:
+        """The same proposal without file bytes (hashes and diff kept), once it is stored."""
+        if self.change is None:
+            return self
+        return replace(self, change=Change(self.change.base, self.change.result, {}))
 
     @property
     def paths(self) -> list[str]:

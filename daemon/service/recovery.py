@@ -61,7 +61,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
                 repo.add_event(conn, row.id, "journal.conflict", app.actor, app.surface, now, {"journal": entry.id, "files": torn}, proposal_id=entry.proposal_id)
             continue
         with engine.connect() as conn:
-            blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])
+            _, blobs = journal.proposal_bytes(conn, row.id, entry.proposal_id)
         journal.write(store.root, {s.path: s.after for s in steps}, blobs)
         with engine.begin() as conn:
             finish_journal(app, conn, store, row.id, entry.proposal_id, entry.id, entry.operation, steps, recovered=True)
@@ -95,8 +95,7 @@ def finish_journal(app: App, conn: Connection, store: StoreConfig, store_id: int
     state = APPLIED if operation == "apply" else REVERTED
     repo.set_state(conn, store_id, proposal_id, state, now)
     if operation == "apply":
-        files = repo.proposal_files(conn, store_id, proposal_id)
-        blobs = repo.get_blobs(conn, [h for pair in files.values() for h in pair if h])
+        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
         for path, value in retired_values(files, blobs).items():
             repo.add_tombstone(conn, store_id, "value", value, now, proposal_id=proposal_id, note_path=path, reason="retired")
     else:

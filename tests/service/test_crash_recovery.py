@@ -17,6 +17,7 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.db import repo
+from daemon.service.journal import proposal_bytes
 from daemon.service.apply import apply
 from daemon.service.history import event_log
 from daemon.service.passes import run_pass
@@ -82,7 +83,7 @@ def accepted(make_store, make_app, db_url, tmp_path):
     decide(app, merge.id, "accept")
     view = get_proposal(app, merge.id)
     with app.engine().connect() as conn:
-        blobs = repo.get_blobs(conn, [h for h in (*view.base.values(), *view.result.values()) if h])
+        _, blobs = proposal_bytes(conn, repo.proposal_store(conn, merge.id), merge.id)
     before = {p: blobs[h] if h else None for p, h in view.base.items()}
     after = {p: blobs[h] if h else None for p, h in view.result.items()}
     assert sorted(p for p in after if after[p] != before[p]) == sorted(APPLY_OPS)

@@ -13,7 +13,9 @@ import subprocess
 import pytest
 
 from daemon.config import parse_config
+from daemon.core.hashing import hash_bytes
 from daemon.db import repo
+from daemon.service.journal import proposal_bytes
 from daemon.service.passes import run_pass
 from daemon.service.review import list_proposals
 
@@ -63,7 +65,7 @@ def test_every_stored_diff_applies_with_git_apply_and_yields_the_result(mode, ma
     proposals = list_proposals(app)
     assert sorted(p.kind for p in proposals) == ["merge", "merge", "reindex", "soft-expire", "soft-expire", "supersede"]
     with app.engine().connect() as conn:
-        blobs = repo.get_blobs(conn, [h for p in proposals for h in (*p.base.values(), *p.result.values()) if h])
+        blobs = repo.get_blobs(conn, [h for p in proposals for h in p.base.values() if h])
     env = {**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull}
     for proposal in proposals:
         folder = tmp_path / f"apply-{mode}-{proposal.id}"
@@ -72,8 +74,8 @@ def test_every_stored_diff_applies_with_git_apply_and_yields_the_result(mode, ma
         patch.write_bytes(proposal.diff.encode("utf-8"))
         done = subprocess.run(["git", "apply", "--whitespace=nowarn", str(patch)], cwd=folder, env=env, capture_output=True)
         assert done.returncode == 0, (proposal.title, done.stderr.decode())
-        expected = {p: blobs[h] for p, h in proposal.result.items() if h}
-        assert _tree(folder) == expected, proposal.title
+        expected = {p: h for p, h in proposal.result.items() if h}
+        assert {p: hash_bytes(data) for p, data in _tree(folder).items()} == expected, proposal.title
 
 
 def test_awkward_notes_keep_their_bytes_around_the_edit(make_store, make_app):
@@ -83,9 +85,11 @@ def test_awkward_notes_keep_their_bytes_around_the_edit(make_store, make_app):
     app = make_app(config)
     run_pass(app, config.stores["varied"])
     proposals = {p.title: p for p in list_proposals(app)}
+    after = {}
     with app.engine().connect() as conn:
-        blobs = repo.get_blobs(conn, [h for p in proposals.values() for h in p.result.values() if h])
-    after = {path: blobs[h] for p in proposals.values() for path, h in p.result.items() if h and h != p.base.get(path)}
+        for p in proposals.values():
+            _, blobs = proposal_bytes(conn, repo.proposal_store(conn, p.id), p.id)
+            after.update({path: blobs[h] for path, h in p.result.items() if h and h != p.base.get(path)})
     windows = after["windows.md"]
     assert windows.startswith(b"---\r\nname: Windows box\r\nexpires: 2025-02-01\r\nstatus: expired\r\n")
     assert windows.endswith(b"---\r\nThe build agent runs on a Windows box until February.\r\n")

@@ -10,7 +10,10 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import UnsafePathError
 from daemon.core.hashing import hash_bytes
+from daemon.core.proposals import Change
+from daemon.core.validate import unsafe_path_reason
 from daemon.db import repo
+from daemon.diffs.git import unified_diff
 from daemon.service.apply import apply
 from daemon.service.history import event_log
 from daemon.service.passes import run_pass
@@ -85,10 +88,12 @@ def test_symlinked_note_listed_in_index_is_proposed_as_dangling_not_followed(lea
 def _hand_made_proposal(app, store_id, path, data, now):
     """Insert an accepted-ready pending proposal that writes ``data`` to ``path`` (bypassing validation)."""
     digest = hash_bytes(data)
+    # a real diff for a safe path (results are rebuilt from it); unsafe paths never get that far
+    diff = "" if unsafe_path_reason(path) else unified_diff(Change(base={path: None}, result={path: digest}, data={digest: data}))
     values = {
         "pass_id": None, "kind": "reindex", "state": "pending", "source": "detector:hand@1", "confidence": 1.0,
         "lossy": False, "title": f"write {path}", "rationale": "hand-made", "evidence": {"v": 1, "items": []},
-        "change_key": hash_bytes(path.encode()), "diff": "", "state_reason": None, "created_at": now, "updated_at": now,
+        "change_key": hash_bytes(path.encode()), "diff": diff, "state_reason": None, "created_at": now, "updated_at": now,
     }  # fmt: skip
     with app.engine().begin() as conn:
         repo.put_blobs(conn, {digest: data})

@@ -187,7 +187,6 @@ def upgrade() -> None:
         sa.Column("result_hash", _hash(), nullable=True),
         _fk("base_hash", "blobs.hash", "proposal_files"),
         _fk("proposal_id", "proposals.id", "proposal_files"),
-        _fk("result_hash", "blobs.hash", "proposal_files"),
         sa.PrimaryKeyConstraint("proposal_id", "path", name="pk_proposal_files"),
     )
     op.create_table(
