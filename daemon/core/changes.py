@@ -86,9 +86,10 @@ def _edit_index(draft: Draft, view: StoreView) -> bytes | None:
     if note is None or view.index is None:
         return None
     drop = set(draft.retire) | set(draft.index_drop)
-    lines = index.drop_lines(view.index, view.index_lines, view.index_entries, drop) if drop else view.index_lines
+    parsed = view.parsed_index
+    lines = index.drop_lines(view.index, parsed, drop) if drop else parsed.lines
     adds = [(p, view.notes[p].title, view.notes[p].description) for p in draft.index_add]
-    if lines is view.index_lines and not adds:
+    if lines is parsed.lines and not adds:
         return None
     edited = index.add(view.index, "".join(lines), adds)
     return edited.encode("utf-8")

@@ -86,20 +86,39 @@ def entries(spec: IndexSpec, text: str, notes: Iterable[str]) -> list[Entry]:
     return found
 
 
+@dataclass(frozen=True)
+class Parsed:
+    """An index split into lines and parsed, with its entries by path and by line."""
+
+    lines: list[str]
+    by_path: dict[str, list[Entry]]
+    by_line: dict[int, list[Entry]]
+
+    @classmethod
+    def of(cls, spec: IndexSpec, text: str, notes: Iterable[str]) -> Parsed:
+        by_path: dict[str, list[Entry]] = {}
+        by_line: dict[int, list[Entry]] = {}
+        for entry in entries(spec, text, notes):
+            by_path.setdefault(entry.path, []).append(entry)
+            by_line.setdefault(entry.line, []).append(entry)
+        return cls(text.splitlines(keepends=True), by_path, by_line)
+
+
 def drop(spec: IndexSpec, text: str, paths: set[str], notes: Iterable[str]) -> str:
     """The index without entries for ``paths``; lines left with no entry are removed."""
-    lines = text.splitlines(keepends=True)
-    return "".join(drop_lines(spec, lines, entries(spec, text, notes), paths))
+    return "".join(drop_lines(spec, Parsed.of(spec, text, notes), paths))
 
 
-def drop_lines(spec: IndexSpec, lines: list[str], listed: list[Entry], paths: set[str]) -> list[str]:
-    """``drop`` on an index already split and parsed (a pass parses it once, not per proposal)."""
-    doomed = {e.line for e in listed if e.path in paths}
+def drop_lines(spec: IndexSpec, parsed: Parsed, paths: set[str]) -> list[str]:
+    """``drop`` on an index parsed once (a pass edits the same index for every proposal):
+    the work is in the entries dropped, not in the size of the index."""
+    lines = parsed.lines
+    doomed = {e.line for path in paths for e in parsed.by_path.get(path, ())}
     if not doomed:
         return lines
     out = list(lines)
     for number in sorted(doomed, reverse=True):
-        kept = [e for e in listed if e.line == number and e.path not in paths]
+        kept = [e for e in parsed.by_line[number] if e.path not in paths]
         if kept and spec.format == LINKS:
             out[number - 1] = _drop_links(spec, lines[number - 1], paths)
         else:

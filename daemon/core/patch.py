@@ -20,45 +20,56 @@ def _strip_prefix(name: str) -> str | None:
     return name[2:] if name.startswith(("a/", "b/")) else name
 
 
-def _lines(text: str) -> list[str]:
-    """Split on ``\n`` only, as git does (not on form feeds or other Unicode breaks)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    return lines + [parts[-1]] if parts[-1] else lines
+def _line_end(data: bytes, offset: int) -> int:
+    """Offset just past the line starting at ``offset`` (lines end at ``\n`` only, as in git)."""
+    newline = data.find(b"\n", offset)
+    return len(data) if newline < 0 else newline + 1
 
 
-def _patch_file(source: str, hunks) -> str:  # noqa: ANN001 - unidiff types
-    lines = _lines(source)
-    out: list[str] = []
-    pos = 0
+def _bare(line: bytes) -> bytes:
+    return line[:-1] if line.endswith(b"\n") else line
+
+
+def _patch_file(source: bytes, hunks) -> bytes:  # noqa: ANN001 - unidiff types
+    """Apply hunks to ``source``; untouched regions are copied as slices, never split."""
+    out: list[bytes] = []
+    offset, line = 0, 0  # ``offset`` is where 0-based line ``line`` starts
     for hunk in hunks:
         start = hunk.source_start if hunk.source_length == 0 else hunk.source_start - 1
-        if start < pos or start > len(lines):
-            raise DiffError("hunk out of order or beyond the end of the file")
-        out.extend(lines[pos:start])
-        pos = start
-        previous: list[str] | None = None  # the list the last line went to
-        for line in hunk:
-            kind = line.line_type
+        if start < line:
+            raise DiffError("hunks out of order")
+        begin = offset
+        while line < start:
+            if offset >= len(source):
+                raise DiffError("hunk beyond the end of the file")
+            offset, line = _line_end(source, offset), line + 1
+        out.append(source[begin:offset])
+        trim_last = False  # whether a "No newline" marker applies to out[-1]
+        for diff_line in hunk:
+            kind = diff_line.line_type
             if kind == LINE_TYPE_NO_NEWLINE:
-                if previous is None or not previous:
-                    raise DiffError("stray 'No newline' marker")
-                previous[-1] = previous[-1].removesuffix("\n")
+                if trim_last:
+                    out[-1] = _bare(out[-1])
                 continue
-            if kind in (LINE_TYPE_CONTEXT, LINE_TYPE_REMOVED):
-                if pos >= len(lines) or lines[pos].removesuffix("\n") != line.value.removesuffix("\n"):
-                    raise DiffError(f"hunk does not match the base at line {pos + 1}")
-                if kind == LINE_TYPE_CONTEXT:
-                    out.append(lines[pos])
-                    previous = out
-                else:
-                    previous = [lines[pos]]  # a removed line's marker has nothing to trim
-                pos += 1
-            elif kind == LINE_TYPE_ADDED:
-                out.append(line.value if line.value.endswith("\n") else line.value + "\n")
-                previous = out
-    out.extend(lines[pos:])
-    return "".join(out)
+            value = diff_line.value.encode("utf-8")
+            if kind == LINE_TYPE_ADDED:
+                out.append(value if value.endswith(b"\n") else value + b"\n")
+                trim_last = True
+                continue
+            if kind not in (LINE_TYPE_CONTEXT, LINE_TYPE_REMOVED):
+                continue
+            if offset >= len(source):
+                raise DiffError(f"hunk does not match the base at line {line + 1}")
+            end = _line_end(source, offset)
+            current = source[offset:end]
+            if _bare(current) != _bare(value):
+                raise DiffError(f"hunk does not match the base at line {line + 1}")
+            if kind == LINE_TYPE_CONTEXT:
+                out.append(current)
+            trim_last = kind == LINE_TYPE_CONTEXT
+            offset, line = end, line + 1
+    out.append(source[offset:])
+    return b"".join(out)
 
 
 _GIT_EXTENDED = re.compile(r"(?:old mode|new mode|deleted file mode|new file mode|index) ")
@@ -106,8 +117,7 @@ def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]
         if target is None:
             results[path] = None
             continue
-        text = "" if before is None else before.decode("utf-8")
-        results[path] = _patch_file(text, patched).encode("utf-8")
+        results[path] = _patch_file(before or b"", patched)
     return results
 
 

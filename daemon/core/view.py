@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from daemon.core.index import Entry, IndexSpec, entries
+from daemon.core.index import IndexSpec, Parsed
 from daemon.core.notes import Note
 
 IN_PLACE = "in-place"
@@ -63,24 +63,16 @@ class StoreView:
         return self.index_scope is None or fnmatch.fnmatchcase(note.path, self.index_scope)
 
     @cached_property
-    def index_lines(self) -> list[str]:
-        """The index split into lines (with their endings), once per view."""
+    def parsed_index(self) -> Parsed:
+        """The index split and parsed once per view: every proposal edits the same index."""
         note = self.index_note
-        return note.data.decode("utf-8", errors="replace").splitlines(keepends=True) if note else []
-
-    @cached_property
-    def index_entries(self) -> list[Entry]:
-        """The index's entries, parsed once per view: every proposal edits the same index."""
-        if self.index is None or self.index_note is None:
-            return []
-        return entries(self.index, "".join(self.index_lines), self.notes)
+        if self.index is None or note is None:
+            return Parsed([], {}, {})
+        return Parsed.of(self.index, note.data.decode("utf-8", errors="replace"), self.notes)
 
     def listed(self) -> dict[str, list[int]]:
         """Index entries: note path -> index line numbers."""
-        found: dict[str, list[int]] = {}
-        for entry in self.index_entries:
-            found.setdefault(entry.path, []).append(entry.line)
-        return found
+        return {path: [e.line for e in found] for path, found in self.parsed_index.by_path.items()}
 
 
 def utc(value: dt.datetime) -> dt.datetime:

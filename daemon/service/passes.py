@@ -19,7 +19,7 @@ from daemon.core.proposals import PENDING, STALE, SUPPRESSED
 from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
 from daemon.service.context import App
-from daemon.service.proposing import Planned, make_proposal
+from daemon.service.proposing import Planned, make_proposals
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.workspace import Observed, observe
 from daemon.stores.paths import store_root
@@ -76,7 +76,7 @@ def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict
     """Proposals one at a time: a pass over a large store never holds every result's bytes."""
     values, rejected = remembered
     ctx = PlanContext(view=observed.view, now=now, tombstoned_values=values, rejected_changes=rejected, settings=app.config.planner)
-    return (make_proposal(draft, observed.view, now) for draft in run_detectors(ctx))
+    return make_proposals(run_detectors(ctx), observed.view, now, STORE_BATCH)
 
 
 def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassReport:

@@ -7,6 +7,10 @@ reason; nothing is dropped silently. A diff that does not rebuild its result is 
 from __future__ import annotations
 
 import datetime as dt
+import itertools
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 
 from daemon.core.changes import build, key_of
@@ -56,3 +60,18 @@ def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
     except (DiffError, ValidationError) as exc:
         return Planned(draft, change, "", fallback_key, REFUSED, f"diff check failed: {exc}")
     return Planned(draft, change, diff, key, PENDING)
+
+
+def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, batch: int = 50) -> Iterator[Planned]:
+    """``make_proposal`` for each draft, in order, a batch at a time on a few threads.
+
+    Most of a proposal's time is spent waiting for git in another process, so threads
+    overlap that wait with the next proposal's Python work. Batches keep memory bounded:
+    only ``batch`` proposals' bytes are alive at once.
+    """
+    _ = view.parsed_index  # parse the shared index once, before threads read it
+    workers = min(4, os.cpu_count() or 1)
+    drafts = iter(drafts)
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dreamd-propose") as pool:
+        while chunk := list(itertools.islice(drafts, batch)):
+            yield from pool.map(lambda draft: make_proposal(draft, view, now), chunk)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from daemon.core.errors import DiffError
 from daemon.core.hashing import hash_bytes
@@ -60,3 +62,15 @@ def test_garbage_is_not_a_diff():
     """Text that is not a diff never rebuilds anything."""
     with pytest.raises(DiffError):
         verify("not a diff", {"n.md": b"a\n"}, {"n.md": b"b\n"})
+
+
+_line = st.sampled_from(["alpha", "beta", "gamma", "", "  indented", "tab\there", "é ü", "x\r", "a\x0cb"])
+_text = st.lists(_line, max_size=12).map(lambda ls: "\n".join(ls)) | st.lists(_line, max_size=12).map(lambda ls: "".join(f"{l}\n" for l in ls))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(before=_text, after=_text)
+def test_any_git_diff_rebuilds_exactly(before, after):
+    """For arbitrary texts (CRLF, missing final newline, form feeds), git's diff rebuilds the after-bytes."""
+    b, a = before.encode(), after.encode()
+    verify(unified_diff(_change({"n.md": b}, {"n.md": a})), {"n.md": b}, {"n.md": a})
