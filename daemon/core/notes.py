@@ -28,7 +28,6 @@ KNOWN_KEYS = (
     "valid_to", "created_at", "updated_at", "scope", "tags", "version", "owners",
 )  # fmt: skip
 
-_WS = re.compile(r"\s+")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 
@@ -81,7 +80,7 @@ class Note:
     @cached_property
     def normalised_body(self) -> str:
         """Body with case and whitespace folded: the exact-duplicate identity."""
-        return _WS.sub(" ", self.body).strip().casefold()
+        return " ".join(self.body.casefold().split())  # str.split: C speed, Unicode whitespace
 
     @cached_property
     def value_hash(self) -> str:

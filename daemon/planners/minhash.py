@@ -6,9 +6,9 @@ seeded, so the same notes give the same candidates on every machine.
 
 - Each distinct word is hashed once (BLAKE2b, 8 bytes); a shingle's uint64 hash is a
   polynomial of its words' hashes, computed for a whole note at once.
-- Permutation i maps a shingle x (its top 31 bits) to ``(a_i*x + b_i) mod p`` with
-  p = 2**31 - 1 and a, b drawn from [0, p): a proper universal family whose ``a*x + b``
-  still fits in uint64, so numpy computes it exactly and in place.
+- Permutation i maps a shingle x to the top 32 bits of ``a_i*x + b_i`` modulo 2**64 with
+  odd a_i (multiply-shift, Dietzfelbinger et al.): a universal family without division,
+  which numpy computes in place at several times the speed of a prime modulus.
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ import itertools
 import numpy as np
 
 SEED = 20240607
-_P = np.uint64((1 << 31) - 1)
-_TOP31 = np.uint64(33)
+_SHIFT = np.uint64(32)
 _POLY = np.uint64(0x9E3779B97F4A7C15)  # odd: a shingle's hash depends on word order
 
 
@@ -51,14 +50,14 @@ class MinHasher:
 
     def __init__(self, num_perm: int, seed: int = SEED) -> None:
         rng = np.random.default_rng(seed)
-        self.a = rng.integers(1, _P, num_perm, dtype=np.uint64)
-        self.b = rng.integers(0, _P, num_perm, dtype=np.uint64)[:, None]
+        self.a = rng.integers(0, 1 << 64, num_perm, dtype=np.uint64, endpoint=False) | np.uint64(1)
+        self.b = rng.integers(0, 1 << 64, num_perm, dtype=np.uint64, endpoint=False)[:, None]
 
     def signature(self, shingles: np.ndarray) -> np.ndarray:
         """Minimum of each permutation over the shingles (shape ``(num_perm,)``)."""
-        values = np.multiply.outer(self.a, shingles >> _TOP31)
+        values = np.multiply.outer(self.a, shingles)  # wraps modulo 2**64, as intended
         values += self.b
-        values %= _P  # in place and by a scalar: the fast path, no temporaries
+        values >>= _SHIFT  # in place: no temporaries
         minima: np.ndarray = values.min(axis=1)
         return minima
 

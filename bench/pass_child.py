@@ -1,0 +1,113 @@
+"""One cold first pass in a fresh process, timed by phase; prints one JSON object.
+
+``bench_pass.py`` runs this as a subprocess so that the peak RSS (``ru_maxrss``) is the
+pass's own and nothing is cached from an earlier pass. Phases are timed by wrapping the
+functions ``run_pass`` calls, inside the one real pass (a wrapper costs about a
+microsecond per call):
+
+- db_open: ``open_engine`` (create the SQLite file, run the Alembic migrations),
+- scan: ``observe`` (list, read, BLAKE3-hash every file, build the view); scan_store inside,
+- detectors: ``run_detectors`` (parses frontmatter lazily), each detector's ``detect`` inside,
+- proposals: ``make_proposal`` (build files, validate, git diff, verify, change key),
+  with ``build``, ``unified_diff``, ``verify`` and ``key_of`` inside,
+- the rest of the wall time is the database work: snapshot, blobs, proposals, events.
+
+Usage: ``pass_child.py STORE DB_FILE [PROFILE_OUT]``; with PROFILE_OUT the pass runs under
+cProfile (slower) and the stats are dumped there.
+"""
+
+from __future__ import annotations
+
+import cProfile
+import functools
+import json
+import resource
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import daemon.db.engine as engine_module  # noqa: E402
+import daemon.service.passes as passes  # noqa: E402
+import daemon.service.proposing as proposing  # noqa: E402
+import daemon.service.workspace as workspace  # noqa: E402
+from daemon.config import Config, adhoc_store  # noqa: E402
+from daemon.planners.base import DEFAULT_DETECTORS  # noqa: E402
+from daemon.service.context import App  # noqa: E402
+from generate import NOW  # noqa: E402
+
+
+class Timers:
+    """Wall time and call count per label, collected by wrapping functions in place."""
+
+    def __init__(self) -> None:
+        self.seconds: Counter[str] = Counter()
+        self.calls: Counter[str] = Counter()
+
+    def wrap(self, owner: Any, attr: str, label: str) -> None:
+        original = getattr(owner, attr)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[label] += time.perf_counter() - start
+                self.calls[label] += 1
+
+        setattr(owner, attr, timed)
+
+
+def instrument() -> Timers:
+    timers = Timers()
+    timers.wrap(engine_module, "open_engine", "db_open")
+    timers.wrap(passes, "observe", "scan")
+    timers.wrap(workspace, "scan_store", "scan_store")
+    timers.wrap(passes, "run_detectors", "detectors")
+    for detector in DEFAULT_DETECTORS:
+        timers.wrap(type(detector), "detect", f"detector:{detector.name}")
+    # make_proposal runs on a few threads: these are sums of per-proposal times, which can
+    # exceed their share of the wall time
+    timers.wrap(proposing, "make_proposal", "proposals")
+    timers.wrap(passes, "_record_snapshot", "db_snapshot")
+    timers.wrap(passes, "_store_proposal", "db_proposals")
+    for name in ("build", "unified_diff", "verify", "key_of"):
+        timers.wrap(proposing, name, name)
+    return timers
+
+
+def main() -> None:
+    store_path, db_path = sys.argv[1], sys.argv[2]
+    profile_out = sys.argv[3] if len(sys.argv) > 3 else None
+    timers = instrument()
+    store = adhoc_store(store_path, "deepcode")
+    app = App(Config(), f"sqlite:///{db_path}", clock=lambda: NOW)
+    baseline_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    profiler = cProfile.Profile() if profile_out else None
+    start = time.perf_counter()
+    if profiler:
+        profiler.enable()
+    report = passes.run_pass(app, store)
+    if profiler:
+        profiler.disable()
+        profiler.dump_stats(profile_out)
+    wall = time.perf_counter() - start
+    app.close()
+    result = {
+        "wall_s": wall,
+        "status": report.status,
+        "stats": report.stats,
+        "by_source": dict(Counter(o.planned.draft.source.split("@")[0] for o in report.outcomes)),
+        "phases": {k: {"s": timers.seconds[k], "calls": timers.calls[k]} for k in timers.seconds},
+        "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "baseline_rss_kb": baseline_kb,
+    }
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
