@@ -1,0 +1,35 @@
+"""The README documents every command, and every command explains itself."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from daemon.cli.main import cli
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+COMMANDS = sorted(cli.commands)
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_has_help(name):
+    """Each command has a one-line summary for ``dreamd --help``."""
+    assert cli.commands[name].get_short_help_str().strip()
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_is_in_the_readme_table(name):
+    """Each command has a row in the README's command table."""
+    assert re.search(rf"^\| `dreamd {re.escape(name)}\b", README, re.MULTILINE), name
+
+
+def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one():
+    """The quick start shows two shell commands; .ci/run runs the test command verbatim."""
+    quick = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    blocks = re.findall(r"```sh\n(.*?)```", quick, re.DOTALL)
+    assert len(blocks) == 2 and all(len(b.strip().splitlines()) == 1 for b in blocks)
+    ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text(encoding="utf-8")
+    assert blocks[1].strip() in ci
+    assert "--dry-run --store examples/" in blocks[0]
