@@ -9,6 +9,7 @@ and names the files that changed since).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from daemon.config import StoreConfig
@@ -50,11 +51,16 @@ def _accepted(app: App, store_name: str | None) -> list[tuple[int, int]]:
     return found
 
 
-def _apply_one(app: App, store_id: int, proposal_id: int) -> ApplyResult:
+def _under_lease(app: App, store_id: int, work: Callable[[StoreConfig], ApplyResult]) -> ApplyResult:
+    """Run ``work`` on the store while holding its lease (one writer per store)."""
     with app.engine().connect() as conn:
         store = store_config_for_id(app, conn, store_id)
     with holding_store(app, store_id, store.name):
-        return _apply_held(app, store, store_id, proposal_id)
+        return work(store)
+
+
+def _apply_one(app: App, store_id: int, proposal_id: int) -> ApplyResult:
+    return _under_lease(app, store_id, lambda store: _apply_held(app, store, store_id, proposal_id))
 
 
 def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -> ApplyResult:
@@ -104,10 +110,7 @@ def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str |
 def revert(app: App, proposal_id: int) -> ApplyResult:
     """Restore the files an applied proposal changed to their exact before-bytes."""
     store_id, _ = locate(app, proposal_id)
-    with app.engine().connect() as conn:
-        store = store_config_for_id(app, conn, store_id)
-    with holding_store(app, store_id, store.name):
-        return _revert_held(app, store, store_id, proposal_id)
+    return _under_lease(app, store_id, lambda store: _revert_held(app, store, store_id, proposal_id))
 
 
 def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -> ApplyResult:
