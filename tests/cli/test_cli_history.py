@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import json
+import re
 
 from daemon.config import adhoc_store
 from daemon.core.hashing import hash_bytes
@@ -78,7 +79,7 @@ def test_log_json_names_humans_for_decisions_and_detectors_for_proposals(example
             by_proposal.setdefault(e["proposal_id"], []).append((e["type"], e["actor"], e["surface"]))
     assert by_proposal[1] == [("proposal.pending", "detector:exact-duplicate@1", "cli"), ("proposal.accepted", HUMAN, "cli"), ("proposal.applied", HUMAN, "cli")]
     assert by_proposal[2] == [("proposal.pending", "detector:exact-duplicate@1", "cli"), ("proposal.rejected", HUMAN, "cli")]
-    assert all(actor.startswith("detector:") and actor.endswith("@1") for e in events if e["type"] == "proposal.pending" for actor in [e["actor"]])
+    assert all(re.fullmatch(r"detector:[a-z-]+@\d+", e["actor"]) for e in events if e["type"] == "proposal.pending")
     assert [e["type"] for e in events if e["store"] == str(other)] == ["proposal.pending", "pass.completed"]
 
 

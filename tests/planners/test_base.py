@@ -104,7 +104,7 @@ def test_fingerprint_changes_with_version_and_settings():
 
     settings = DetectorSettings()
     base = planner_fingerprint(DEFAULT_DETECTORS, settings)
-    assert base.startswith("exact-duplicate@1,near-duplicate@1,ttl@1,")
+    assert base.startswith("exact-duplicate@1,near-duplicate@1,ttl@2,")
     assert planner_fingerprint((ExactV2(), *DEFAULT_DETECTORS[1:]), settings) != base
     assert planner_fingerprint(DEFAULT_DETECTORS, DetectorSettings(near_threshold=0.9)) != base
     assert planner_fingerprint(DEFAULT_DETECTORS, DetectorSettings()) == base

@@ -51,6 +51,19 @@ def test_due_via_expires():
     assert [e.quote for e in draft.evidence] == ["expires: 2026-01-01"]
 
 
+def test_due_via_valid_to():
+    """A note whose declared valid time ended is expired, naming valid_to as the reason."""
+    (draft,) = detect(note("v.md", "---\nvalid_to: 2026-05-15\n---\nThe freeze holds.\n"))
+    assert draft.reason == "valid_to 2026-05-15 has passed"
+    assert "valid until 2026-05-15" in draft.rationale
+    assert [e.quote for e in draft.evidence] == ["valid_to: 2026-05-15"]
+
+
+def test_valid_to_in_the_future_is_not_due():
+    """A valid_to still ahead proposes nothing yet."""
+    assert detect(note("v.md", "---\nvalid_to: 2099-01-01\n---\nx\n")) == []
+
+
 def test_not_yet_due():
     """A TTL or expires still in the future gives nothing."""
     assert (

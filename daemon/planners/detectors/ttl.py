@@ -2,7 +2,8 @@
 
 Agents write "current status" notes that go stale; a note may carry ``ttl_days`` (counted
 from ``updated_at``, else ``created_at``, else the file's modification time) or an absolute
-``expires``. Once due it is proposed for soft-expiry. Malformed values are ignored rather
+``expires``, or a ``valid_to`` (the end of its valid time). Once due it is proposed for
+soft-expiry. Malformed values are ignored rather
 than guessed at. An mtime-based deadline is less certain (copies and checkouts reset
 mtimes), so it gets a lower confidence and says so in its rationale.
 """
@@ -26,15 +27,15 @@ class Due:
     """When a note falls due and what set the deadline."""
 
     at: dt.datetime
-    key: str  # "ttl_days" or "expires"
-    basis: str  # what ttl_days counts from: "updated_at", "created_at", MTIME; or "expires"
+    key: str  # "ttl_days", "expires" or "valid_to"
+    basis: str  # what ttl_days counts from: "updated_at", "created_at", MTIME; else the key
     start: dt.datetime | None = None
     ttl: float = 0.0
 
 
 def due_of(note: Note, settings: DetectorSettings) -> Due | None:
     """The note's earliest deadline, or None when it has none (or only malformed ones)."""
-    dues = [d for d in (_ttl_due(note, settings), _expires_due(note)) if d is not None]
+    dues = [d for d in (_ttl_due(note, settings), *map(_declared_end(note), DECLARED_ENDS)) if d is not None]
     return min(dues, key=lambda d: d.at) if dues else None
 
 
@@ -61,9 +62,15 @@ def _start(note: Note, settings: DetectorSettings) -> tuple[dt.datetime | None, 
     return None, MTIME
 
 
-def _expires_due(note: Note) -> Due | None:
-    at = note.meta_time("expires") if note.meta.get("expires") is not None else None
-    return Due(at, "expires", "expires") if at else None
+DECLARED_ENDS = ("expires", "valid_to")
+
+
+def _declared_end(note: Note):  # noqa: ANN202 - a small closure over the note
+    def due(key: str) -> Due | None:
+        at = note.meta_time(key) if note.meta.get(key) is not None else None
+        return Due(at, key, key) if at else None
+
+    return due
 
 
 def when(moment: dt.datetime) -> str:
@@ -73,7 +80,7 @@ def when(moment: dt.datetime) -> str:
 
 class TtlExpiry:
     name = "ttl"
-    version = 1
+    version = 2  # 2: valid_to in the past is due too
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         drafts = []
@@ -84,9 +91,10 @@ class TtlExpiry:
         return drafts
 
     def _draft(self, note: Note, due: Due) -> Draft:
-        if due.key == "expires":
-            reason = f"expires {when(due.at)} has passed"
-            why = f"{note.path} declares that it expires on {when(due.at)}, which has passed."
+        if due.key in DECLARED_ENDS:
+            reason = f"{due.key} {when(due.at)} has passed"
+            said = "it expires on" if due.key == "expires" else "it is valid until"
+            why = f"{note.path} declares that {said} {when(due.at)}, which has passed."
         else:
             reason = f"ttl_days {due.ttl:g} elapsed on {when(due.at)}"
             assert due.start is not None
@@ -99,7 +107,7 @@ class TtlExpiry:
                 ),
             }[due.basis]
             why = f"{note.path} has ttl_days {due.ttl:g} ({since}), so it fell due on {when(due.at)}."
-        evidence = [key_lines(note, key) for key in (due.key, due.basis) if key != MTIME]
+        evidence = [key_lines(note, key) for key in dict.fromkeys((due.key, due.basis)) if key != MTIME]
         return Draft(
             kind=SOFT_EXPIRE,
             source=source_of(self),
