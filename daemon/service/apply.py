@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import structlog
+
 from daemon.config import StoreConfig
 from daemon.core.errors import ConflictError, ProposalError
 from daemon.core.notes import Note
@@ -23,6 +25,9 @@ from daemon.service.leases import holding_store
 from daemon.service.recovery import finish_journal, recover
 from daemon.service.review import locate
 from daemon.service.workspace import store_config_for_id
+
+
+log = structlog.get_logger("dreamd.apply")
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         with engine.begin() as conn:
             repo.set_state(conn, store_id, proposal_id, STALE, now, reason)
             repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=proposal_id)
+        log.info("proposal.stale", store=store.name, proposal_id=proposal_id, reason=reason)
         return ApplyResult(proposal_id, store.name, STALE, reason)
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
     with engine.begin() as conn:
@@ -89,6 +95,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     journal.write(store.root, {s.path: s.after for s in steps}, blobs)
     with engine.begin() as conn:
         finish_journal(app, conn, store, store_id, proposal_id, journal_id, "apply", steps)
+    log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, APPLIED)
 
 
@@ -134,4 +141,5 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
     journal.write(store.root, {s.path: s.after for s in steps}, blobs)
     with engine.begin() as conn:
         finish_journal(app, conn, store, store_id, proposal_id, journal_id, "revert", steps)
+    log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, REVERTED)

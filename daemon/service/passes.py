@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
@@ -25,6 +26,8 @@ from daemon.service.workspace import Observed, observe
 from daemon.stores.paths import store_root
 from daemon.stores.scan import Skipped
 
+
+log = structlog.get_logger("dreamd.pass")
 
 STORE_BATCH = 50  # proposals per transaction: bounded memory, short write locks
 
@@ -90,8 +93,14 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassRepo
         store_id = repo.ensure_store(conn, store.name, str(store.root), store.preset, now)
         pass_id = repo.start_pass(conn, store_id, app.surface, app.actor, now)
     try:
-        return _record_pass(app, store, store_id, pass_id, now)
+        report = _record_pass(app, store, store_id, pass_id, now)
+        where = log.bind(store=store.name, pass_id=pass_id)
+        for skipped in report.skipped_files:
+            where.info("file.skipped", path=skipped.path, reason=skipped.reason)
+        where.info(f"pass.{report.status}", **{k: v for k, v in report.stats.items() if k != "v"})
+        return report
     except Exception as exc:
+        log.error("pass.failed", store=store.name, pass_id=pass_id, error=f"{exc.__class__.__name__}: {exc}")
         with engine.begin() as conn:
             repo.finish_pass(conn, store_id, pass_id, status="failed", finished_at=app.clock(), error=f"{exc.__class__.__name__}: {exc}")
             repo.add_event(conn, store_id, "pass.failed", app.actor, app.surface, app.clock(), {"error": str(exc)}, pass_id=pass_id)

@@ -13,6 +13,7 @@ import datetime as dt
 
 from typing import Any
 
+import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
@@ -25,6 +26,9 @@ from daemon.service.context import App
 from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
 from daemon.stores.scan import scan_store
+
+
+log = structlog.get_logger("dreamd.recovery")
 
 
 def recover(app: App, store: StoreConfig) -> list[int]:
@@ -56,6 +60,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         torn = [s.path for s in steps if current[s.path] not in (s.before, s.after)]
         now = app.clock()
         if torn:
+            log.warning("journal.conflict", store=store.name, journal=entry.id, proposal_id=entry.proposal_id, files=torn)
             with engine.begin() as conn:
                 repo.close_journal(conn, row.id, entry.id, "conflict", now)
                 repo.add_event(conn, row.id, "journal.conflict", app.actor, app.surface, now, {"journal": entry.id, "files": torn}, proposal_id=entry.proposal_id)
@@ -65,6 +70,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         journal.write(store.root, {s.path: s.after for s in steps}, blobs)
         with engine.begin() as conn:
             finish_journal(app, conn, store, row.id, entry.proposal_id, entry.id, entry.operation, steps, recovered=True)
+        log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
     if pending:
         store_files.cleanup_temp_files(store.root)
