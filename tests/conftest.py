@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import structlog
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "deepcode-memory"
@@ -29,6 +30,7 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
     for name in ("DREAMD_CONFIG", "DREAMD_DB", "STATE_DIRECTORY", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
+    structlog.reset_defaults()  # a CLI test's configure() must not filter another test's logs
 
 
 class Clock:

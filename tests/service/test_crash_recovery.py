@@ -8,6 +8,8 @@ The child is a real Python process running ``dreamd apply``/``revert`` through
 
 from __future__ import annotations
 
+import json
+
 import signal
 import subprocess
 import sys
@@ -170,7 +172,9 @@ def test_applying_a_crashed_proposal_by_id_recovers_it_instead_of_marking_it_sta
     root, pid, before, after, script = accepted
     _run_child(script, "after:1", db_url, "apply", pid)
     again = cli("--db", db_url, "apply", str(pid))
-    assert (again.code, again.err) == (5, f"error[proposal]: proposal {pid} is applied; only accepted proposals are applied (dreamd accept {pid})\n")
+    logged, error = again.err.splitlines()[:-1], again.err.splitlines()[-1]
+    assert (again.code, error) == (5, f"error[proposal]: proposal {pid} is applied; only accepted proposals are applied (dreamd accept {pid})")
+    assert [json.loads(line)["event"] for line in logged] == ["journal.recovered"]  # said on stderr, as a JSON log line
     app = make_app()
     assert get_proposal(app, pid).state == "applied"
     assert _on_disk(root, after) == after
