@@ -92,7 +92,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         current = repo.get_proposal(conn, store_id, proposal_id)
         check_transition(current.state, APPLIED, proposal_id)
         journal_id = repo.open_journal(conn, store_id, proposal_id, "apply", [s.as_dict() for s in steps], now)
-    journal.write(store.root, {s.path: s.after for s in steps}, blobs)
+    journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
     with engine.begin() as conn:
         finish_journal(app, conn, store, store_id, proposal_id, journal_id, "apply", steps)
     log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
@@ -138,7 +138,7 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
     now = app.clock()
     with engine.begin() as conn:
         journal_id = repo.open_journal(conn, store_id, proposal_id, "revert", [s.as_dict() for s in steps], now)
-    journal.write(store.root, {s.path: s.after for s in steps}, blobs)
+    journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
     with engine.begin() as conn:
         finish_journal(app, conn, store, store_id, proposal_id, journal_id, "revert", steps)
     log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps))

@@ -21,6 +21,7 @@ from daemon.core.patch import rebuild
 from daemon.core.validate import unsafe_path_reason
 from daemon.db import repo
 from daemon.stores import files
+from daemon.stores.presets import StoreSettings
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,12 @@ class Step:
     @classmethod
     def from_dict(cls, raw: Mapping[str, str | None]) -> Step:
         return cls(str(raw["path"]), raw["before"], raw["after"])
+
+
+def temp_dir_for(settings: StoreSettings) -> str | None:
+    """Flat stores (DeepCode, Claude Code) list every top-level file as a memory, so their
+    temporary files wait in the archive folder; others keep them beside the target."""
+    return settings.archive_dir if settings.flat else None
 
 
 def on_disk(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
@@ -56,15 +63,18 @@ def mismatches(root: Path, expected: Mapping[str, str | None]) -> list[str]:
     return sorted(p for p, h in expected.items() if current[p] != h)
 
 
-def write(root: Path, targets: Mapping[str, str | None], blobs: Mapping[str, bytes]) -> None:
-    """Bring each path to its target hash: writes first, removals last."""
+def write(root: Path, targets: Mapping[str, str | None], blobs: Mapping[str, bytes], *, temp_dir: str | None = None) -> None:
+    """Bring each path to its target hash: writes first, removals last.
+
+    ``temp_dir`` is where temporary files wait for their rename (see ``temp_dir_for``).
+    """
     current = on_disk(root, targets)
     for path in sorted(p for p, h in targets.items() if h is not None):
         if current[path] != targets[path]:
             data = blobs[targets[path]]  # type: ignore[index]
             if hash_bytes(data) != targets[path]:
                 raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
-            files.write_atomic(root, path, data)
+            files.write_atomic(root, path, data, temp_dir=temp_dir)
     for path in sorted(p for p, h in targets.items() if h is None):
         if current[path] is not None:
             files.remove_file(root, path)

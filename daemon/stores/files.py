@@ -64,16 +64,22 @@ def read_file(root: Path, rel: str) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(root: Path, rel: str, data: bytes, *, mtime_ns: int | None = None) -> None:
+def write_atomic(root: Path, rel: str, data: bytes, *, mtime_ns: int | None = None, temp_dir: str | None = None) -> None:
     """Replace (or create) a store file with ``data`` atomically, creating parent folders.
 
     The new file keeps the mode of the one it replaces; ``mtime_ns`` restores a
-    modification time, as revert does.
+    modification time, as revert does. ``temp_dir`` (a store folder, e.g. the archive)
+    holds the temporary file until the rename, so a crash never leaves one beside the
+    notes: DeepCode lists every top-level file of its store as a memory.
     """
     path = resolve_in_store(root, rel)
     mode = _replaced_mode(path, rel)
     _make_parents(Path(root), path.parent, rel)
-    tmp = path.parent / f".{path.name[:200]}{TEMP_MARKER}{secrets.token_hex(8)}"
+    folder = path.parent
+    if temp_dir is not None:
+        folder = resolve_in_store(root, temp_dir)
+        _make_parents(Path(root), folder, temp_dir)
+    tmp = folder / f".{path.name[:200]}{TEMP_MARKER}{secrets.token_hex(8)}"
     created = False
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _NEW_FILE_MODE)
@@ -87,12 +93,14 @@ def write_atomic(root: Path, rel: str, data: bytes, *, mtime_ns: int | None = No
             os.fsync(fd)
         finally:
             os.close(fd)
-        os.replace(tmp, path)
+        os.replace(tmp, path)  # same file system: a store lives on one
     except OSError as exc:
         if created:
             _unlink_quietly(tmp)
         raise _error("write", rel, exc) from exc
     fsync_dir(path.parent)
+    if folder != path.parent:
+        fsync_dir(folder)
 
 
 def remove_file(root: Path, rel: str) -> None:

@@ -136,7 +136,10 @@ def test_apply_killed_at_each_journal_step_recovers_to_all_new(accepted, plan, d
     for path, data in crashed.items():
         assert data in (before[path], after[path]), path
     if plan.startswith("replace"):
-        assert len(_temp_files(root)) == 1
+        (temp,) = _temp_files(root)
+        assert temp.startswith(".dreamd-archive/"), "a flat store's top level never holds a dreamd file, even after a crash"
+    top = [p.name for p in root.iterdir() if p.is_file()]
+    assert all(name.endswith(".md") and ".dreamd-tmp-" not in name for name in top), top
     _assert_recovered(root, cli, db_url, make_app, pid, after, "applied")
 
 

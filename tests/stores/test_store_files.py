@@ -170,3 +170,14 @@ def test_cleanup_does_not_follow_symlinked_folders(tmp_path: Path) -> None:
     (root / "sub").symlink_to(outside)
     assert cleanup_temp_files(root) == []
     assert (outside / ".x.md.dreamd-tmp-00").exists()
+
+
+def test_write_atomic_can_stage_its_temp_file_in_another_store_folder(tmp_path):
+    """With temp_dir the temporary file lives there until the rename, and nothing is left behind."""
+    from daemon.stores.files import write_atomic
+
+    (tmp_path / "MEMORY.md").write_bytes(b"old\n")
+    write_atomic(tmp_path, "MEMORY.md", b"new\n", temp_dir=".dreamd-archive")
+    assert (tmp_path / "MEMORY.md").read_bytes() == b"new\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".dreamd-archive", "MEMORY.md"]
+    assert list((tmp_path / ".dreamd-archive").iterdir()) == []
