@@ -340,6 +340,16 @@ def close_journal(conn: Connection, store_id: int, journal_id: int, state: str, 
     )
 
 
+def finished_steps(conn: Connection, store_id: int, proposal_id: int | None = None, operation: str | None = None) -> list[list[dict[str, Any]]]:
+    """File steps of completed journals (newest first): what dreamd actually wrote."""
+    query = select(t.journal.c.steps).where(t.journal.c.store_id == store_id, t.journal.c.state == "done")
+    if proposal_id is not None:
+        query = query.where(t.journal.c.proposal_id == proposal_id)
+    if operation is not None:
+        query = query.where(t.journal.c.operation == operation)
+    return [row["files"] for row in conn.scalars(query.order_by(t.journal.c.id.desc()))]
+
+
 def unfinished_journals(conn: Connection, store_id: int, states: tuple[str, ...] = ("writing",)) -> list[Any]:
     return list(
         conn.execute(

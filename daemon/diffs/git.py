@@ -61,3 +61,25 @@ def _place(tmp: Path, side: str, path: str, data: bytes | None) -> None:
     target = tmp / side / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
+
+
+def reapply(diff: str, path: str, current: bytes) -> bytes | None:
+    """``current`` with the diff's hunks for ``path`` applied by ``git apply``, or None.
+
+    git applies a hunk only where all its context and removed lines match exactly
+    (an offset is allowed, fuzz is not), so the reviewed edit lands unchanged on a file
+    that others edited elsewhere, or not at all.
+    """
+    git = git_binary()
+    env = {**os.environ, **_GIT_ENV}
+    with tempfile.TemporaryDirectory(prefix="dreamd-apply-") as tmp:
+        _place(Path(tmp), "tree", path, current)
+        patch = Path(tmp) / "change.diff"
+        patch.write_text(diff, encoding="utf-8")
+        done = subprocess.run(
+            [git, "apply", "-C0", "--include", path, "--whitespace=nowarn", str(patch)],
+            cwd=Path(tmp) / "tree", env={**env, "GIT_CEILING_DIRECTORIES": tmp}, capture_output=True, check=False,
+        )  # fmt: skip
+        if done.returncode != 0:
+            return None
+        return (Path(tmp) / "tree" / path).read_bytes()

@@ -20,11 +20,14 @@ from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, REVERTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service import journal
+from daemon.core.hashing import hash_bytes
+from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.leases import holding_store
 from daemon.service.recovery import finish_journal, recover
 from daemon.service.review import locate
 from daemon.service.workspace import store_config_for_id
+from daemon.stores import files as store_files
 
 
 log = structlog.get_logger("dreamd.apply")
@@ -80,6 +83,15 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     now = app.clock()
     pinned = _pinned_changes(store, files, blobs)
     changed = journal.mismatches(store.root, {p: base for p, (base, _) in files.items()})
+    steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
+    if changed and not pinned:
+        with engine.connect() as conn:
+            rebased = _rebase_index(conn, store, store_id, row.diff, files, changed)
+        if rebased is not None:
+            index_step, data = rebased
+            steps = [index_step if s.path == index_step.path else s for s in steps]
+            blobs[index_step.after] = data  # type: ignore[index]
+            changed = []
     if pinned or changed:
         reason = f"pinned, so no proposal may change it: {', '.join(pinned)}" if pinned else f"changed since proposed: {', '.join(changed)}"
         with engine.begin() as conn:
@@ -87,16 +99,38 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
             repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=proposal_id)
         log.info("proposal.stale", store=store.name, proposal_id=proposal_id, reason=reason)
         return ApplyResult(proposal_id, store.name, STALE, reason)
-    steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
     with engine.begin() as conn:
         current = repo.get_proposal(conn, store_id, proposal_id)
         check_transition(current.state, APPLIED, proposal_id)
+        # what will be written is stored first: recovery and revert read it from here
+        repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after})
         journal_id = repo.open_journal(conn, store_id, proposal_id, "apply", [s.as_dict() for s in steps], now)
     journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
     with engine.begin() as conn:
         finish_journal(app, conn, store, store_id, proposal_id, journal_id, "apply", steps)
     log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, APPLIED)
+
+
+def _rebase_index(conn, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:  # noqa: ANN001
+    """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
+
+    Every proposal of a pass edits the same index, so applying one would make all the
+    others stale. When the index is the only file that differs and it holds exactly
+    what an earlier dreamd apply wrote (nobody else touched it), the proposal's index
+    hunks are applied to it by git: the same lines removed and added, or nothing.
+    """
+    index = store.settings.index_path
+    if not index or changed != [index] or files.get(index, (None, None))[0] is None:
+        return None
+    current = store_files.read_file(store.root, index)
+    digest = hash_bytes(current) if current is not None else None
+    if current is None or not journal.dreamd_wrote(conn, store_id, index, digest):
+        return None
+    data = reapply(diff, index, current)
+    if data is None:
+        return None
+    return journal.Step(index, digest, hash_bytes(data)), data
 
 
 def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes]) -> list[str]:
@@ -127,8 +161,9 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
         row = repo.get_proposal(conn, store_id, proposal_id)
     check_transition(row.state, REVERTED, proposal_id)
     with engine.connect() as conn:
-        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
-    steps = [journal.Step(p, r, b) for p, (b, r) in files.items() if b != r]
+        (written, *_) = repo.finished_steps(conn, store_id, proposal_id, "apply") or [[]]
+        steps = [journal.Step(s["path"], s["after"], s["before"]) for s in written]
+        blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])
     changed = journal.mismatches(store.root, {s.path: s.before for s in steps})
     if changed:
         raise ConflictError(

@@ -19,6 +19,7 @@ from daemon.config import StoreConfig
 from daemon.core.proposals import PENDING, STALE, SUPPRESSED
 from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
+from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.proposing import Planned, make_proposals
 from daemon.service.recovery import record_external_changes, recover
@@ -121,7 +122,7 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
             repo.add_event(conn, store_id, "pass.skipped", app.actor, app.surface, now, {"reason": "store and due times unchanged"}, pass_id=pass_id)
             return report
         report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
-        report.stale = _mark_stale(app, conn, store_id, scan.manifest, now)
+        report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
         remembered = _remembered(conn, store_id)
     planned = _plan(app, observed, now, remembered)
     while batch := list(itertools.islice(planned, STORE_BATCH)):
@@ -147,12 +148,19 @@ def _record_snapshot(app: App, conn: Connection, store_id: int, pass_id: int, sc
     return record_external_changes(app, conn, store_id, before, scan.manifest, now, pass_id=pass_id)
 
 
-def _mark_stale(app: App, conn: Connection, store_id: int, manifest: dict[str, str], now: dt.datetime) -> list[int]:
-    """Open proposals whose files changed under them can no longer be applied."""
+def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, manifest: dict[str, str], now: dt.datetime) -> list[int]:
+    """Open proposals whose files changed under them can no longer be applied.
+
+    An index that only dreamd's own applies changed does not count: apply re-applies the
+    proposal's index hunks on it (see apply._rebase_index).
+    """
     stale = []
+    index = store.settings.index_path
     for row in repo.list_proposals(conn, store_id, ["pending", "accepted"]):
         files = repo.proposal_files(conn, store_id, row.id)
         changed = [p for p, (base, _) in files.items() if manifest.get(p) != base]
+        if changed == [index] and journal.dreamd_wrote(conn, store_id, index, manifest.get(index)):
+            continue
         if changed:
             reason = f"changed since proposed: {', '.join(changed[:5])}"
             repo.set_state(conn, store_id, row.id, STALE, now, reason)

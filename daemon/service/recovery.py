@@ -66,7 +66,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
                 repo.add_event(conn, row.id, "journal.conflict", app.actor, app.surface, now, {"journal": entry.id, "files": torn}, proposal_id=entry.proposal_id)
             continue
         with engine.connect() as conn:
-            _, blobs = journal.proposal_bytes(conn, row.id, entry.proposal_id)
+            blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
         journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
         with engine.begin() as conn:
             finish_journal(app, conn, store, row.id, entry.proposal_id, entry.id, entry.operation, steps, recovered=True)

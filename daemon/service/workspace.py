@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from sqlalchemy import Connection
 
@@ -18,13 +19,21 @@ from daemon.stores.scan import ScanResult, scan_store
 
 
 def resolve_store(app: App, name: str | None = None, path: str | None = None, preset: str | None = None) -> StoreConfig:
-    """The store a command means: ``--store PATH``, a configured name, or the only one."""
+    """The store a command means: ``--store PATH``, a configured name, or the only one.
+
+    A store first named by its path (``--store PATH``) is recorded under its absolute
+    path; later commands may name it by any path to it, and it keeps its preset.
+    """
     if path:
+        if preset is None:
+            known = known_store(app, str(Path(path).expanduser().resolve()))
+            if known:
+                return known
         return adhoc_store(path, preset or "generic")
     if name:
         if name in app.config.stores:
             return app.config.stores[name]
-        known = known_store(app, name)
+        known = known_store(app, name) or known_store(app, str(Path(name).expanduser().resolve()))
         if known:
             return known
         return app.config.store(name)  # raises the "no store named" error

@@ -91,3 +91,13 @@ def test_log_limited_to_one_store(example_store, make_store, cli):
     events = json.loads(cli("log", str(other), "--json").out)
     assert {e["store"] for e in events} == {str(other)}
     assert [e["type"] for e in events] == ["pass.completed"]
+
+
+def test_a_store_passed_by_path_can_be_named_by_a_relative_path_later(example_store, cli, monkeypatch):
+    """After ``pass --store PATH --preset deepcode``, ``verify RELATIVE`` and ``verify --store RELATIVE`` find it with its preset."""
+    assert cli("pass", "--store", str(example_store), "--preset", "deepcode").code == 0
+    monkeypatch.chdir(example_store.parent)
+    by_name = cli("verify", example_store.name)
+    by_path = cli("verify", "--store", example_store.name)
+    assert (by_name.code, by_name.out) == (0, f"{example_store}: clean\n")
+    assert (by_path.code, by_path.out) == (0, f"{example_store}: clean\n")
