@@ -15,11 +15,19 @@ from pathlib import Path
 from typing import Any
 
 from daemon.core.errors import ConfigError
+from daemon.llm.base import ModelSettings
 from daemon.planners.context import DetectorSettings
 from daemon.stores.presets import StoreSettings, resolve_settings
 
-_TOP_KEYS = {"db", "stores", "planner"}
-_STORE_KEYS = {"name", "path", "preset", "settings"}
+_TOP_KEYS = {"db", "stores", "planner", "llm"}
+_STORE_KEYS = {"name", "path", "preset", "settings", "llm"}
+# [llm] and [stores.llm]: how to reach a model. Keys never live here: api_key_env names
+# the environment variable that holds one.
+_LLM_KEYS = {
+    "model": str, "api_base": str, "api_key_env": str, "temperature": float, "timeout_s": float,
+    "retries": int, "max_output_tokens": int, "tokens_per_call": int, "tokens_per_pass": int,
+    "cost_per_pass": float, "prompt_dir": str, "exclude": list, "enabled": bool,
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -28,6 +36,8 @@ class StoreConfig:
     root: Path
     preset: str
     settings: StoreSettings
+    llm: ModelSettings | None = None  # None: the deterministic planner only
+    llm_exclude: tuple[str, ...] = ()  # globs of notes never sent to a model
 
 
 @dataclass(frozen=True)
@@ -36,6 +46,7 @@ class Config:
     db_url: str | None = None
     planner: DetectorSettings = field(default_factory=DetectorSettings)
     source: Path | None = None
+    llm: ModelSettings | None = None  # the global [llm] table, for stores named on the command line
 
     def store(self, name: str) -> StoreConfig:
         try:
@@ -78,18 +89,22 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     if not isinstance(entries, list):
         raise ConfigError(f"{where}: 'stores' must be an array of tables ([[stores]])")
     base = source.parent if source else Path.cwd()
+    llm_raw = raw.get("llm", {})
+    if not isinstance(llm_raw, dict):
+        raise ConfigError(f"{where}: 'llm' must be a table")
+    llm = _parse_llm(llm_raw, where, base) if llm_raw else None
     for number, entry in enumerate(entries, 1):
-        store = _parse_store(entry, number, where, base)
+        store = _parse_store(entry, number, where, base, llm_raw)
         if store.name in stores:
             raise ConfigError(f"{where}: store {store.name!r} is defined twice")
         stores[store.name] = store
     db = raw.get("db")
     if db is not None and not isinstance(db, str):
         raise ConfigError(f"{where}: 'db' must be a database URL string")
-    return Config(stores=stores, db_url=db, planner=_parse_planner(raw.get("planner", {}), where), source=source)
+    return Config(stores=stores, db_url=db, planner=_parse_planner(raw.get("planner", {}), where), source=source, llm=llm)
 
 
-def _parse_store(entry: Any, number: int, where: str, base: Path) -> StoreConfig:
+def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[str, Any]) -> StoreConfig:
     if not isinstance(entry, dict):
         raise ConfigError(f"{where}: stores entry {number} must be a table")
     unknown = set(entry) - _STORE_KEYS
@@ -106,7 +121,38 @@ def _parse_store(entry: Any, number: int, where: str, base: Path) -> StoreConfig
     except ConfigError as exc:
         raise ConfigError(f"{where}: store {entry['name']!r}: {exc}") from None
     root = (base / Path(entry["path"]).expanduser()).resolve()
-    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved)
+    store_llm = entry.get("llm", {})
+    if not isinstance(store_llm, dict):
+        raise ConfigError(f"{where}: store {entry['name']!r}: 'llm' must be a table")
+    merged = {**llm_raw, **store_llm}  # a store's [stores.llm] keys override the global [llm]
+    llm = _parse_llm(merged, f"{where}: store {entry['name']!r}", base) if merged and merged.get("enabled", True) else None
+    exclude = tuple(merged.get("exclude", ())) if llm else ()
+    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude)
+
+
+def _parse_llm(raw: dict[str, Any], where: str, base: Path) -> ModelSettings:
+    """Model settings, checked key by key; an api_key in the file is refused outright."""
+    if "api_key" in raw:
+        raise ConfigError(f"{where}: llm: api_key must not be written in a config file", hint="set api_key_env to the NAME of an environment variable holding it")
+    unknown = set(raw) - set(_LLM_KEYS)
+    if unknown:
+        raise ConfigError(f"{where}: llm: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_LLM_KEYS))})")
+    if not isinstance(raw.get("model"), str) or not raw["model"].strip():
+        raise ConfigError(f"{where}: llm: 'model' must name a litellm model, e.g. \"openai/gpt-4o-mini\"")
+    values: dict[str, Any] = {}
+    for key, kind in _LLM_KEYS.items():
+        if key not in raw or key in ("exclude", "enabled"):
+            continue
+        value = raw[key]
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+        if not ok or (kind in (int, float) and value < 0):
+            raise ConfigError(f"{where}: llm.{key} must be a {'non-negative number' if kind in (int, float) else kind.__name__}")
+        values[key] = float(value) if kind is float else value
+    if "prompt_dir" in values:
+        values["prompt_dir"] = str((base / Path(values["prompt_dir"]).expanduser()).resolve())
+    if not isinstance(raw.get("exclude", []), list) or not all(isinstance(g, str) for g in raw.get("exclude", [])):
+        raise ConfigError(f"{where}: llm.exclude must be a list of glob strings")
+    return ModelSettings(**values)
 
 
 def _parse_planner(raw: Any, where: str) -> DetectorSettings:

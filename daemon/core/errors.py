@@ -12,6 +12,10 @@
     │   ├── StaleError              files changed since the proposal was made
     │   └── ConflictError           revert: files changed since the apply
     └── PlannerError                a planner failed
+        ├── ModelTransientError     timeout, 429 or 5xx, still failing after bounded retries
+        ├── ModelRequestError       authentication or a bad request: fails at once, no retry
+        ├── ModelBadOutputError     a reply that is not valid JSON for the schema (after one repair)
+        └── BudgetExceededError     a pass reached its token or cost budget
 
 The CLI boundary is the only place that turns these into one line and an exit code.
 Programming mistakes stay ``RuntimeError``/``TypeError`` and show a traceback.
@@ -85,3 +89,19 @@ class ConflictError(ApplyError):
 class PlannerError(DreamdError):
     code = "planner"
     exit_code = 7
+
+
+class ModelTransientError(PlannerError):
+    code = "model-transient"
+
+
+class ModelRequestError(PlannerError):
+    code = "model-request"
+
+
+class ModelBadOutputError(PlannerError):
+    code = "model-bad-output"
+
+
+class BudgetExceededError(PlannerError):
+    code = "budget"

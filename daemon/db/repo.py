@@ -66,12 +66,10 @@ def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, bytes]:
 
 def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Mapping[str, str]) -> int:
     """The manifest row for this root hash, created with its entries when new."""
-    existing = conn.scalar(
-        select(t.manifests.c.id).where(t.manifests.c.store_id == store_id, t.manifests.c.root_hash == root_hash)
-    )
+    existing = manifest_id(conn, store_id, root_hash)
     if existing is not None:
         return int(existing)
-    manifest_id = int(
+    created = int(
         conn.execute(
             insert(t.manifests).values(store_id=store_id, root_hash=root_hash, file_count=len(manifest))
         ).inserted_primary_key[0]
@@ -79,9 +77,9 @@ def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Map
     if manifest:
         conn.execute(
             insert(t.manifest_entries),
-            [{"manifest_id": manifest_id, "path": p, "blob_hash": h} for p, h in manifest.items()],
+            [{"manifest_id": created, "path": p, "blob_hash": h} for p, h in manifest.items()],
         )
-    return manifest_id
+    return created
 
 
 def manifest_entries(conn: Connection, store_id: int, manifest_id: int) -> dict[str, str]:
@@ -384,3 +382,16 @@ def acquire_lease(conn: Connection, store_id: int, holder: str, now: dt.datetime
 
 def release_lease(conn: Connection, store_id: int, holder: str) -> None:
     conn.execute(t.leases.delete().where(t.leases.c.store_id == store_id, t.leases.c.holder == holder))
+
+
+def manifest_id(conn: Connection, store_id: int, root_hash: str) -> int | None:
+    return conn.scalar(
+        select(t.manifests.c.id).where(t.manifests.c.store_id == store_id, t.manifests.c.root_hash == root_hash)
+    )
+
+
+def model_calls(conn: Connection, store_id: int, pass_id: int | None = None) -> list[Any]:
+    query = select(t.model_calls).where(t.model_calls.c.store_id == store_id)
+    if pass_id is not None:
+        query = query.where(t.model_calls.c.pass_id == pass_id)
+    return list(conn.execute(query.order_by(t.model_calls.c.id)))

@@ -252,3 +252,27 @@ leases = Table(
     Column("expires_at", UTC, nullable=False),
     Column("heartbeat_at", UTC, nullable=False),
 )
+
+# One row per model call of an LLM pass: what it cost and what it was made from. No note
+# text and no key is ever stored here; ``notes`` lists the paths that were sent.
+model_calls = Table(
+    "model_calls",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
+    Column("pass_id", Integer, ForeignKey("passes.id"), nullable=False, index=True),
+    Column("at", UTC, nullable=False),
+    Column("model", String(200), nullable=False),
+    Column("template", String(200), nullable=False),
+    Column("template_hash", HASH, nullable=False),
+    Column("status", String(20), nullable=False),  # ok | repaired | failed
+    Column("finish_reason", String(40)),
+    Column("prompt_tokens", Integer, nullable=False),
+    Column("completion_tokens", Integer, nullable=False),
+    Column("cost", Float),  # USD; NULL when the model has no price
+    Column("latency_ms", Integer, nullable=False),
+    Column("http_calls", Integer, nullable=False),
+    Column("redactions", Integer, nullable=False),
+    Column("notes", JSON, nullable=False),  # {"v": 1, "paths": [...]}
+    Column("error", Text),
+)

@@ -10,6 +10,7 @@ import datetime as dt
 import getpass
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 from pathlib import Path
 
 from sqlalchemy import create_engine
@@ -36,7 +37,17 @@ class App:
     surface: str = "cli"
     actor: str = field(default_factory=human_actor)
     clock: Callable[[], dt.datetime] = utcnow
+    # how a pass reaches a model; tests and the eval harness inject fakes or replays
+    model_client: Callable[[Any], Any] | None = field(default=None, repr=False)
     _engine: Engine | None = field(default=None, repr=False)
+
+    def client_for(self, settings: Any) -> Any:
+        """The ModelClient for these settings: the injected one, else litellm (imported lazily)."""
+        if self.model_client is not None:
+            return self.model_client(settings)
+        from daemon.llm.litellm_client import LiteLLMClient
+
+        return LiteLLMClient()
 
     def engine(self) -> Engine:
         """The state database, created and migrated on first use."""
