@@ -5,7 +5,7 @@ Two formats cover the presets:
 - ``links``: markdown links to ``.md`` files (MEMORY.md of DeepCode and Claude Code,
   Serena's memory-index.md). A line may hold several links; dropping one keeps the rest.
 - ``cline-tasks``: Cline's ``tasks/_index.md``, whose lines name task ids (``[TASK011]``)
-  matching files ``tasks/TASK011-*.md``.
+  matching files ``tasks/TASK011-*.md``, also in subfolders (``tasks/COMPLETED/``).
 
 Lines that are not entries (headings, prose) are never touched.
 """
@@ -25,7 +25,8 @@ FORMATS = (LINKS, CLINE_TASKS)
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]+?\.md)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
 # a link plus the decoration around it in list-of-links lines: "[a](a.md) (123), "
 _LINK_TOKEN = r"\[[^\]\n]*\]\(\s*<?{target}(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)(?:\s*\(\d+\))?"
-_TASK = re.compile(r"\[(TASK[0-9A-Za-z_]+)\]")
+# "[TASK011]", and ranges "[TASK052..054]" / "[TASK052-054]" naming the file TASK052-054-*.md
+_TASK = re.compile(r"\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\]")
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,8 @@ def entries(spec: IndexSpec, text: str, notes: Iterable[str]) -> list[Entry]:
     by_id = {}
     for path in notes:
         task = _task_id(path)
-        if task and posixpath.dirname(path) == folder:
+        # Cline files finished tasks in subfolders (tasks/COMPLETED/...): any depth counts
+        if task and (path.startswith(f"{folder}/") if folder else True):
             by_id.setdefault(task, path)
     for number, line in enumerate(text.splitlines(), 1):
         for match in _TASK.finditer(line):

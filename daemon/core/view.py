@@ -7,23 +7,17 @@ and the builder are pure functions of (view, now).
 from __future__ import annotations
 
 import datetime as dt
-import fnmatch
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from daemon.core.globs import matches
 from daemon.core.index import IndexSpec, Parsed
 from daemon.core.notes import Note
 
 IN_PLACE = "in-place"
 ARCHIVE = "archive"
 RETIRE_MODES = (IN_PLACE, ARCHIVE)
-
-
-def matches(path: str, globs: tuple[str, ...]) -> bool:
-    """Whether a store-relative path matches any glob (``*`` does not cross folders
-    unless the glob says ``**``)."""
-    return any(fnmatch.fnmatchcase(path, g) or (g.startswith("**/") and fnmatch.fnmatchcase(path, g[3:])) for g in globs)
 
 
 @dataclass(frozen=True)
@@ -60,7 +54,7 @@ class StoreView:
         """Whether the index ought to list this note."""
         if not note.live or self.is_index(note.path) or self.is_protected(note.path):
             return False
-        return self.index_scope is None or fnmatch.fnmatchcase(note.path, self.index_scope)
+        return self.index_scope is None or matches(note.path, (self.index_scope,))
 
     @cached_property
     def parsed_index(self) -> Parsed:

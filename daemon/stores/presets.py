@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from daemon.core.errors import ConfigError, UnsafePathError
-from daemon.stores.globs import matches
+from daemon.core.globs import matches
 from daemon.stores.paths import safe_relpath
 
 INDEX_FORMATS = ("links", "cline-tasks")

@@ -41,3 +41,18 @@ def test_cline_task_ids_map_to_files():
     notes = ["tasks/TASK011-do-it.md", "activeContext.md"]
     assert [(e.line, e.path) for e in entries(spec, text, notes)] == [(2, "tasks/TASK011-do-it.md"), (3, "tasks/TASK099.md")]
     assert drop(spec, text, {"tasks/TASK099.md"}, notes) == "## Pending\n- [TASK011] Do it - soon\n"
+
+
+def test_cline_task_ids_resolve_in_subfolders():
+    """Tasks Cline filed under tasks/COMPLETED/ are entries of the index, not dangling ones."""
+    spec = IndexSpec("tasks/_index.md", CLINE_TASKS)
+    notes = ["tasks/COMPLETED/TASK002-handlers.md", "tasks/TASK011-do-it.md"]
+    text = "- [TASK002] Handlers\n- [TASK011] Do it\n"
+    assert [e.path for e in entries(spec, text, notes)] == notes
+
+
+def test_cline_task_id_ranges_name_their_file():
+    """An entry for a range of tasks, `[TASK052..054]`, points at the file TASK052-054-*.md."""
+    spec = IndexSpec("tasks/_index.md", CLINE_TASKS)
+    notes = ["tasks/LATER/TASK052-054-benchmarks.md"]
+    assert [e.path for e in entries(spec, "- [TASK052..054] Benchmarks\n- [TASK052-054] Again\n", notes)] == notes * 2

@@ -88,3 +88,12 @@ def test_archive_mode_moves_and_never_overwrites():
     change = build(_draft("merge", survivor="a.md", retire=("b.md",)), view, NOW)
     assert change.result["b.md"] is None and ".dreamd-archive/b.2.md" in change.result
     assert _refusal(_draft("merge", survivor="a.md", retire=("b.md",)), view) is None
+
+
+def test_index_scope_uses_the_store_glob_rules():
+    """A `tasks/**/*.md` scope lists a task directly under tasks/ as well as in subfolders."""
+    from daemon.core.index import IndexSpec as Spec
+
+    view = _view({"tasks/_index.md": b"# Tasks\n", "tasks/TASK006-x.md": b"x\n", "tasks/DONE/TASK001-y.md": b"y\n", "notes.md": b"z\n"},
+                 index=Spec("tasks/_index.md", "cline-tasks"), index_scope="tasks/**/*.md")
+    assert [n.path for n in view.live_notes() if view.should_list(n)] == ["tasks/DONE/TASK001-y.md", "tasks/TASK006-x.md"]

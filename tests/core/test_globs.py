@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from daemon.stores.globs import matches
+from daemon.core.globs import matches
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,110 @@
+"""The model-backed part of a pass: what to send, the planner call, and what it cost.
+
+Only notes changed since the last complete LLM pass (and notes falling due) seed the
+candidate groups, so an unchanged store costs zero model calls. Everything the model
+proposes goes through the planner's own checks and then the same build, validation and
+diff proof as a detector's draft. Nothing here writes a store.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, insert
+
+from daemon.config import StoreConfig
+from daemon.core.globs import matches
+from daemon.core.view import StoreView
+from daemon.db import repo
+from daemon.db import schema as t
+from daemon.planners.context import DetectorSettings
+from daemon.planners.detectors.ttl import due_of
+from daemon.service.context import App
+
+
+@dataclass
+class LLMOutcome:
+    """What the model part of a pass produced, for the pass record."""
+
+    plan: Any = None  # daemon.planners.llm.planner.LLMPlan
+    changed: int = 0
+    error: str | None = None
+    calls: list[Any] = field(default_factory=list)
+
+    @property
+    def drafts(self) -> list[Any]:
+        return list(self.plan.drafts) if self.plan is not None else []
+
+    @property
+    def refusals(self) -> list[Any]:
+        return list(self.plan.refusals) if self.plan is not None else []
+
+    def stats(self) -> dict[str, Any]:
+        calls = self.calls
+        plan = self.plan
+        return {
+            "calls": len(calls),
+            "prompt_tokens": sum(c.prompt_tokens for c in calls),
+            "completion_tokens": sum(c.completion_tokens for c in calls),
+            "cost": None if any(c.cost is None for c in calls) or not calls else round(sum(c.cost for c in calls), 6),
+            "changed_notes": self.changed,
+            "stopped": getattr(plan, "stopped", None),
+            "complete": self.error is None and getattr(plan, "stopped", None) is None,
+            "flagged": [{"path": p, "reason": r} for p, r in getattr(plan, "flagged", [])],
+            "error": self.error,
+        }
+
+
+def changed_since_last_llm_pass(conn: Connection, store_id: int, view: StoreView) -> set[str]:
+    """Notes whose bytes differ from the last pass whose LLM part completed."""
+    for row in repo.passes(conn, store_id, limit=200):
+        llm = (row.stats or {}).get("llm")
+        if row.status == "completed" and llm and llm.get("complete") and row.root_hash:
+            manifest_id = repo.manifest_id(conn, store_id, row.root_hash)
+            seen = repo.manifest_entries(conn, store_id, manifest_id) if manifest_id else {}
+            return {path for path, note in view.notes.items() if seen.get(path) != note.hash}
+    return set(view.notes)
+
+
+def due_notes(view: StoreView, now: dt.datetime, settings: DetectorSettings) -> set[str]:
+    return {n.path for n in view.live_notes() if (due := due_of(n, settings)) is not None and due.at <= now}
+
+
+def plan_with_model(app: App, store: StoreConfig, view: StoreView, now: dt.datetime, changed: set[str]) -> LLMOutcome:
+    """Run the LLM planner on what changed; a model failure is recorded, not raised."""
+    from daemon.core.errors import PlannerError
+    from daemon.planners.llm.planner import LLMPlanner
+
+    settings = store.llm
+    assert settings is not None
+    client = app.client_for(settings)
+    counter = getattr(client, "count_tokens", None)
+    count_tokens = (lambda text: counter(text, settings)) if counter else (lambda text: len(text) // 4)
+    planner = LLMPlanner(client, settings, count_tokens, prompt_dir=settings.prompt_dir)
+    outcome = LLMOutcome(changed=len(changed))
+    excluded = lambda path: matches(path, store.llm_exclude)  # noqa: E731 - a one-line predicate
+    try:
+        outcome.plan = planner.plan(view, now, changed, due_notes(view, now, app.config.planner), excluded)
+        outcome.calls = list(outcome.plan.calls)
+    except PlannerError as exc:
+        outcome.error = exc.one_line()
+        outcome.calls = list(getattr(exc, "calls", []))
+    return outcome
+
+
+def record_calls(conn: Connection, store_id: int, pass_id: int, calls: list[Any], now: dt.datetime) -> None:
+    """One model_calls row per call: tokens, cost, latency, template hash; no note text."""
+    rows = [
+        {
+            "store_id": store_id, "pass_id": pass_id, "at": now, "model": c.model, "template": c.template_name,
+            "template_hash": c.template_hash, "status": c.status, "finish_reason": c.finish_reason,
+            "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "cost": c.cost,
+            "latency_ms": int(round(c.latency_s * 1000)), "http_calls": c.http_calls, "redactions": c.redactions,
+            "notes": {"v": 1, "paths": list(c.notes)}, "error": c.error,
+        }  # fmt: skip
+        for c in calls
+    ]
+    if rows:
+        conn.execute(insert(t.model_calls), rows)
