@@ -16,12 +16,15 @@ import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
+from daemon.core.errors import PlannerError
 from daemon.core.proposals import PENDING, STALE, SUPPRESSED
+from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
 from daemon.service import journal
 from daemon.service.context import App
-from daemon.service.proposing import Planned, make_proposals
+from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls
+from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.workspace import Observed, observe
 from daemon.stores.paths import store_root
@@ -55,6 +58,7 @@ class PassReport:
     stale: list[int] = field(default_factory=list)
     notes: int = 0
     at: dt.datetime | None = None  # when the pass ran (its proposals' created_at)
+    llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
@@ -62,13 +66,15 @@ class PassReport:
     @property
     def stats(self) -> dict[str, Any]:
         states = ("pending", "refused", "suppressed", "duplicate")
-        return {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
+        stats = {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
+        return {**stats, "llm": self.llm} if self.llm is not None else stats
 
 
 def _fingerprint(app: App, store: StoreConfig) -> str:
     settings = store.settings
     layout = f"{settings.retire_mode}|{settings.archive_dir}|{settings.index_path}|{settings.index_format}|{settings.pinned}"
-    return f"{planner_fingerprint(DEFAULT_DETECTORS, app.config.planner)};{layout}"
+    model = f";model={store.llm.model}|{store.llm.prompt_dir}|{store.llm_exclude}" if store.llm else ""
+    return f"{planner_fingerprint(DEFAULT_DETECTORS, app.config.planner)};{layout}{model}"
 
 
 def _remembered(conn: Connection, store_id: int) -> tuple[dict[str, str], frozenset[str]]:
@@ -124,15 +130,35 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
         report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
         report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
         remembered = _remembered(conn, store_id)
-    planned = _plan(app, observed, now, remembered)
-    while batch := list(itertools.islice(planned, STORE_BATCH)):
+    _store_all(app, store_id, pass_id, _plan(app, observed, now, remembered), report, now)
+    if store.llm is not None:
+        with app.engine().connect() as conn:
+            changed = changed_since_last_llm_pass(conn, store_id, observed.view)
+        llm = plan_with_model(app, store, observed.view, now, changed)
+        report.llm = llm.stats()
         with app.engine().begin() as conn:
-            report.outcomes += [_store_proposal(app, conn, store_id, pass_id, item, now) for item in batch]
+            record_calls(conn, store_id, pass_id, llm.calls, now)
+            report.outcomes += [_store_refusal(app, conn, store_id, pass_id, r, observed.view, now) for r in llm.refusals]
+        if llm.error:
+            raise PlannerError(f"the model part of the pass failed: {llm.error}")
+        _store_all(app, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
     with app.engine().begin() as conn:
         next_due = earliest_due(observed.view, now, app.config.planner)
         repo.finish_pass(conn, store_id, pass_id, status="completed", finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
         repo.add_event(conn, store_id, "pass.completed", app.actor, app.surface, now, report.stats, pass_id=pass_id)
     return report
+
+
+def _store_all(app: App, store_id: int, pass_id: int, planned: Iterator[Planned], report: PassReport, now: dt.datetime) -> None:
+    while batch := list(itertools.islice(planned, STORE_BATCH)):
+        with app.engine().begin() as conn:
+            report.outcomes += [_store_proposal(app, conn, store_id, pass_id, item, now) for item in batch]
+
+
+def _store_refusal(app: App, conn: Connection, store_id: int, pass_id: int, refusal: Any, view: StoreView, now: dt.datetime) -> Outcome:
+    """A model proposal that failed the planner's checks: recorded as refused, with why."""
+    item = refused_planned(refusal, view)
+    return _store_proposal(app, conn, store_id, pass_id, item, now)
 
 
 def _record_snapshot(app: App, conn: Connection, store_id: int, pass_id: int, scan, now: dt.datetime) -> dict[str, list[str]]:  # noqa: ANN001
@@ -200,18 +226,31 @@ def proposal_values(item: Planned, state: str, note: str | None, pass_id: int | 
 
 
 def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
-    """Everything a pass would propose, from a read-only look at the database."""
+    """Everything a pass would propose, from a read-only look at the database.
+
+    With a model configured the model is called too (a dry run shows everything), but
+    nothing is recorded: not the proposals, not the calls.
+    """
     observed = observe(store)
     report = PassReport(store.name, "dry-run", observed.scan.root_hash, skipped_files=observed.scan.skipped, notes=len(observed.scan.notes), at=now)
     remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     engine = app.read_only_engine()
     store_row = None
+    changed = set(observed.view.notes)
     if engine is not None:
         with engine.connect() as conn:
             store_row = repo.find_store(conn, store.name)
             if store_row:
                 remembered = _remembered(conn, store_row.id)
-    planned = _plan(app, observed, now, remembered)
+                changed = changed_since_last_llm_pass(conn, store_row.id, observed.view)
+    planned: Iterator[Planned] = _plan(app, observed, now, remembered)
+    if store.llm is not None:
+        llm = plan_with_model(app, store, observed.view, now, changed)
+        report.llm = llm.stats()
+        if llm.error:
+            raise PlannerError(f"the model part of the pass failed: {llm.error}")
+        model_items = [refused_planned(r, observed.view) for r in llm.refusals]
+        planned = itertools.chain(planned, model_items, make_proposals(llm.drafts, observed.view, now, STORE_BATCH))
     for item in planned:
         outcome = Outcome(item.slim(), item.state, note=item.reason)
         if engine is not None and store_row is not None and item.state == PENDING:

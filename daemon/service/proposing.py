@@ -12,11 +12,12 @@ import os
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Any
 
 from daemon.core.changes import build, key_of
 from daemon.core.errors import DiffError, ValidationError
 from daemon.core.patch import verify
-from daemon.core.proposals import PENDING, REFUSED, Change, Draft, change_key
+from daemon.core.proposals import KINDS, MERGE, PENDING, REFUSED, Change, Draft, change_key
 from daemon.core.validate import refusal
 from daemon.core.view import StoreView
 from daemon.diffs.git import unified_diff
@@ -75,3 +76,18 @@ def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, b
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dreamd-propose") as pool:
         while chunk := list(itertools.islice(drafts, batch)):
             yield from pool.map(lambda draft: make_proposal(draft, view, now), chunk)
+
+
+def refused_planned(refusal: Any, view: StoreView) -> Planned:
+    """A model proposal refused by the planner's checks, as a refused Planned (no files, no diff)."""
+    notes = tuple(p for p in refusal.notes if p in view.notes)
+    draft = Draft(
+        kind=refusal.kind if refusal.kind in KINDS else MERGE,
+        source=refusal.source,
+        confidence=0.0,
+        title=f"{refusal.kind} of {', '.join(refusal.notes) or 'no notes'} (refused)",
+        rationale=refusal.rationale or "",
+        retire=notes,
+    )
+    key = change_key(draft.kind, {p: view.notes[p].hash for p in notes}, {}, tuple(refusal.notes))
+    return Planned(draft, None, "", key, REFUSED, refusal.reason)

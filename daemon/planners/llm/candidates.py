@@ -1,0 +1,218 @@
+"""Which notes go to the model, and in which groups (``packing`` fits groups into calls).
+
+Sending a whole store is what makes dump-everything consolidation expensive and what
+makes an unchanged store cost money. Instead, related notes form small groups and only
+groups holding a note that changed (or fell due) since the last LLM pass are sent:
+no change, no group, no call.
+
+Notes are related when they are loose near-duplicates (word-set Jaccard >= 0.5 with the
+same MinHash machinery as the deterministic detector, which wants >= 0.8 of 5-word
+phrases), share a title, a tag, a cited file or URL or a file-name stem, are both dated
+status/progress/checkpoint notes, or when one is a changed note's nearest neighbour.
+
+Never sent: notes with ``private: true`` and notes the store's exclude globs match. Pinned
+notes may be sent (a merge may keep one as survivor); proposals that would change them are
+refused later by validation.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from daemon.core.notes import Note
+from daemon.core.view import StoreView
+from daemon.planners.context import DetectorSettings
+from daemon.planners.minhash import MinHasher, Shingler, jaccard
+from daemon.planners.similar import connected_groups
+from daemon.planners.survivor import note_time
+
+MAX_GROUP = 8
+MAX_RELATION = 4 * MAX_GROUP  # a title, tag, citation or stem shared by more notes is ignored
+NEIGHBOURS = 3
+LOOSE_THRESHOLD = 0.5
+MIN_NEIGHBOUR = 0.2  # estimated word-set Jaccard below which a "nearest" note is unrelated
+STATUS = "dated status notes"
+_MARGIN = 0.15  # > 3 standard deviations of a 128-permutation estimate near 0.5
+
+_PUNCT = str.maketrans({c: " " for c in string.punctuation})
+_STOP = frozenset(
+    "the and for are but not you all any can had her was one our out has have this that with from they will would there their"
+    " what about which when make like into than then them these some could other only also just more most such very been"
+    " were should after before because while where each does done".split()
+)  # fmt: skip
+_EXT = r"(?:py|md|ts|tsx|js|jsx|json|toml|ya?ml|rs|go|java|kt|rb|sh|sql|c|h|cpp|txt|cfg|ini|lock|html|css)"
+_URL = re.compile(r"https?://[^\s<>()\"'`\]]+")
+_PATH = re.compile(rf"(?:[\w.-]+/)*[\w-]+\.{_EXT}|(?:[\w.-]+/){{2,}}[\w.-]+")
+_SEPARATORS = str.maketrans({c: " " for c in "()[]<>`'\"|,;"})
+_STATUS = re.compile(r"\b(status|progress|checkpoint|complete|completed|handoff|wip)\b")
+_TRUE = ("true", "yes", "on", "1")
+_PRIVATE_LINE = re.compile(rb"^private[ \t]*:[ \t]*['\"]?(true|yes|on)\b", re.IGNORECASE | re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Group:
+    """Related notes the model reads together: anchors (changed or due) first."""
+
+    paths: tuple[str, ...]
+    reasons: tuple[str, ...]
+    anchors: tuple[str, ...]
+    min_size: int = 2  # 1 only for a due note alone: it may still be expired
+    truncated: tuple[str, ...] = ()  # notes left out to fit the per-call budget
+
+
+def is_private(note: Note) -> bool:
+    """``private: true`` in the frontmatter; also when the frontmatter is unreadable but
+    a line still says so (an unparsable note must not leak for that reason)."""
+    value = note.meta.get("private")
+    if value is True or (isinstance(value, str) and value.strip().casefold() in _TRUE):
+        return True
+    return bool(note.frontmatter_error and _PRIVATE_LINE.search(note.parts.inner or note.data[:4096]))
+
+
+def sendable(view: StoreView, excluded: Callable[[str], bool]) -> list[Note]:
+    """Live notes that may leave the machine, in path order."""
+    return [n for n in view.live_notes() if not is_private(n) and not excluded(n.path)]
+
+
+def _words(note: Note) -> frozenset[str]:
+    """Content words, crudely singular: what two paraphrases of one fact still share."""
+    found = set(note.body.casefold().translate(_PUNCT).split()) - _STOP
+    return frozenset(w[:-1] if len(w) > 4 and w[-1] == "s" else w for w in found if len(w) >= 3)
+
+
+def _stem(name: str) -> str:
+    """A file name or title without folders, extension, digits and separators."""
+    base = name.rsplit("/", 1)[-1].removesuffix(".md").casefold()
+    return " ".join(re.sub(r"[^a-z]+", " ", base).split())
+
+
+def _citations(body: str) -> set[str]:
+    """URLs and file paths a note mentions (tokens are tested one by one: a regex over the
+    whole body is several times slower on a big store)."""
+    found = set()
+    for token in body.translate(_SEPARATORS).split():
+        if "/" not in token and "." not in token:
+            continue
+        token = token.rstrip(".:!?*").lstrip("*")
+        match = _URL.fullmatch(token) if token.startswith(("http://", "https://")) else _PATH.fullmatch(token)
+        if match:
+            found.add(token.casefold())
+    return found
+
+
+def _keys(note: Note) -> Iterable[tuple[str, str]]:
+    """(relation, key) pairs: notes sharing one are related."""
+    title = " ".join(re.sub(r"[^\w]+", " ", note.title.casefold()).split())
+    if title:
+        yield "same title", title
+    stem = _stem(note.path)
+    if stem:
+        yield "same file name", stem
+    tags = note.meta.get("tags")
+    listed = tags if isinstance(tags, list) else tags.replace(",", " ").split() if isinstance(tags, str) else []
+    for tag in listed:
+        if isinstance(tag, str) and tag.strip():
+            yield "shared tag", tag.strip().casefold()
+    for cited in _citations(note.body):
+        yield "both cite a file or URL", cited
+    if _STATUS.search(f"{stem} {_stem(note.title)}"):
+        yield STATUS, "status"
+
+
+def select(
+    view: StoreView,
+    changed: set[str],
+    due: set[str],
+    excluded: Callable[[str], bool],
+    *,
+    threshold: float = LOOSE_THRESHOLD,
+    max_group: int = MAX_GROUP,
+    neighbours: int = NEIGHBOURS,
+) -> list[Group]:
+    """Deduplicated groups (each at most ``max_group`` notes) holding a changed or due note.
+
+    Work is proportional to anchors x notes, vectorised: each anchor's MinHash signature is
+    compared with all others (agreement estimates word-set Jaccard) and estimates near the
+    threshold are confirmed exactly. An all-pairs LSH would pay, on a big store, for pairs
+    that hold no anchor and are thrown away.
+    """
+    pool = sendable(view, excluded)
+    anchors = {n.path for n in pool} & (set(changed) | set(due))
+    if not anchors:
+        return []
+    paths = [n.path for n in pool]
+    at = {p: i for i, p in enumerate(paths)}
+    shingler, hasher = Shingler(1), MinHasher(DetectorSettings().num_perm)
+    sets = [shingler(" ".join(sorted(_words(n))) or f"\0{n.path}") for n in pool]
+    sigs = np.stack([hasher.signature(s) for s in sets])
+    near = {a: (sigs == sigs[at[a]]).mean(axis=1) for a in sorted(anchors)}
+
+    raw: list[tuple[set[str], str]] = []
+    pairs = {(min(at[a], int(i)), max(at[a], int(i))) for a, sim in near.items() for i in np.flatnonzero(sim >= threshold - _MARGIN)}
+    linked = sorted((i, j) for i, j in pairs if i != j and jaccard(sets[i], sets[j]) >= threshold)
+    raw += [({paths[i] for i in g}, "similar wording") for g in connected_groups(len(pool), linked)]
+    members: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for note in pool:
+        for key in _keys(note):
+            members[key].add(note.path)
+    # a key shared by very many notes says as little as a stopword; status notes stay (newest first)
+    raw += [(m, rel) for (rel, _), m in sorted(members.items()) if m & anchors and (len(m) <= MAX_RELATION or rel == STATUS)]
+    for a, sim in near.items():
+        order = [int(i) for i in np.argsort(-sim, kind="stable")[: neighbours + 1]]
+        raw.append(({a} | {paths[i] for i in order if paths[i] != a and sim[i] >= MIN_NEIGHBOUR}, "nearest neighbours"))
+    rank = _Rank(view, at, near)
+    groups = [g for m, reason in raw if len(m) > 1 and m & anchors for g in rank.cap(m, reason, anchors, max_group)]
+    groups += [Group((p,), ("falls due",), (p,), min_size=1) for p in sorted(anchors & set(due))]
+    return _dedupe(groups)
+
+
+class _Rank:
+    """Orders a relation's members: the most similar to the anchor first (status notes:
+    the most recently updated, since a newer status is what supersedes an older one)."""
+
+    def __init__(self, view: StoreView, at: Mapping[str, int], near: Mapping[str, np.ndarray]) -> None:
+        self.view, self.at, self.near = view, at, near
+
+    def cap(self, paths: set[str], reason: str, anchors: set[str], cap: int) -> list[Group]:
+        """The relation as one group when small enough; otherwise one group per anchor:
+        the anchor and its ``cap - 1`` most related members, labelled as cut."""
+        mine = sorted(paths & anchors)
+        members = sorted(paths)
+        if reason == STATUS:
+            newest = sorted(members, key=lambda p: (-note_time(self.view.notes[p]), p))
+        if len(paths) <= cap:
+            rest = [p for p in (newest if reason == STATUS else self._similar(members, mine)) if p not in anchors]
+            return [Group(tuple(mine + rest), (reason,), tuple(mine))]
+        label = f"{reason} ({cap} of {len(paths)}, most related first)"
+        out = []
+        for a in mine:
+            ranked = newest if reason == STATUS else self._similar(members, [a], limit=cap)
+            chosen = (a, *[p for p in ranked if p != a][: cap - 1])
+            out.append(Group(chosen, (label,), tuple(p for p in chosen if p in anchors)))
+        return out
+
+    def _similar(self, members: list[str], anchors: list[str], limit: int | None = None) -> list[str]:
+        """Members by their best estimated similarity to the anchors, ties by path."""
+        idx = np.fromiter((self.at[p] for p in members), dtype=np.int64, count=len(members))
+        best = np.max([self.near[a][idx] for a in anchors], axis=0)
+        order = np.argsort(-best, kind="stable")  # members are sorted: ties stay in path order
+        return [members[int(i)] for i in order[:limit]]
+
+
+def _dedupe(groups: list[Group]) -> list[Group]:
+    """Equal groups become one (reasons joined); a group inside another is dropped."""
+    by_set: dict[frozenset[str], Group] = {}
+    for g in groups:
+        key = frozenset(g.paths)
+        old = by_set.get(key)
+        if old is not None:
+            g = replace(old, reasons=tuple(dict.fromkeys(old.reasons + g.reasons)), min_size=min(old.min_size, g.min_size))
+        by_set[key] = g
+    kept = [g for k, g in by_set.items() if not any(k < other for other in by_set)]
+    return sorted(kept, key=lambda g: (g.anchors, g.paths))

@@ -1,0 +1,212 @@
+"""A model's proposal becomes a Draft only after it proves itself against what was sent.
+
+The model is a fallible, possibly manipulated reader, so each proposal is checked before
+it is a Draft - on top of, not instead of, the foundation's build and validation that
+every Draft (detector or model) goes through later:
+
+- it names only notes sent in this call (prompt ids map back to paths; anything else is
+  refused, which also stops a reply from reaching notes it never saw);
+- every evidence quote is a verbatim substring of the note it cites, as the model saw it:
+  after redaction (the model never saw the secrets, so it cannot quote them);
+- a supersede names the newer note and quotes both sides; a soft-expire quotes something;
+- a merge's body holds no redaction marker (applying it would write ``[REDACTED]`` into a
+  note) and is checked for loss: a merge that drops a sentence without saying why is
+  kept but marked ``lossy``, which no policy may accept on its own.
+
+A failed check gives a ``Refusal`` with the reason and the raw proposal: refusals are the
+planner's error rate and are recorded, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from daemon.core import frontmatter
+from daemon.core.notes import Note
+from daemon.core.proposals import MERGE, SOFT_EXPIRE, SUPERSEDE, Draft, Evidence
+from daemon.core.view import StoreView
+from daemon.planners.llm.lossless import uncovered
+from daemon.planners.llm.prompts import unescape_data
+from daemon.planners.llm.redact import has_marker
+from daemon.planners.llm.schema import ModelProposal, Quote
+
+MIN_QUOTE = 4  # characters: shorter "quotes" match almost anywhere
+MAX_RATIONALE = 1500
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What one call showed the model."""
+
+    ids: Mapping[str, str]  # prompt id -> note path
+    texts: Mapping[str, str]  # note path -> its text after redaction (what the model read)
+    view: StoreView
+
+    def resolve(self, name: str) -> str | None:
+        """The path an id (or the exact path of a sent note) stands for; None if unsent."""
+        name = name.strip()
+        if name in self.ids:
+            return self.ids[name]
+        return name if name in self.texts and name in self.ids.values() else None
+
+    def body(self, path: str) -> str:
+        """The sent text without its frontmatter lines (redaction keeps lines in place)."""
+        skip = self.view.notes[path].parts.header.count(b"\n")
+        return "\n".join(self.texts[path].split("\n")[skip:])
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A model proposal that failed a check, kept for the record."""
+
+    kind: str
+    notes: tuple[str, ...]
+    rationale: str
+    reason: str
+    source: str
+    raw: dict[str, Any]
+
+
+class _Refused(Exception):
+    pass
+
+
+def check(proposal: ModelProposal, sent: Sent, source: str) -> Draft | Refusal:
+    """The proposal as a Draft, or a Refusal saying which check it failed."""
+    try:
+        return _draft(proposal, sent, source)
+    except _Refused as exc:
+        named = tuple(sent.resolve(n) or n for n in proposal.notes)
+        return Refusal(proposal.kind, named, _clean(proposal.rationale), str(exc), source, proposal.model_dump())
+
+
+def _draft(p: ModelProposal, sent: Sent, source: str) -> Draft:
+    notes = _notes(p.notes, sent)
+    evidence = tuple(dict.fromkeys(_evidence(q, sent) for q in p.evidence))
+    confidence = min(1.0, max(0.0, p.confidence))
+    if p.kind == MERGE:
+        return _merge(p, notes, evidence, confidence, sent, source)
+    if p.kind == SUPERSEDE:
+        return _supersede(p, notes, evidence, confidence, sent, source)
+    if not evidence:
+        raise _Refused("a soft-expire must quote its evidence (a date, a DONE/RESOLVED marker, a newer note)")
+    reason = _clean(p.rationale).split(". ")[0][:120].rstrip(".") or "the model judged it no longer true"
+    return Draft(
+        kind=SOFT_EXPIRE, source=source, confidence=confidence, title=f"Expire {', '.join(notes)}",
+        rationale=_clean(p.rationale), evidence=evidence, retire=notes, reason=reason,
+    )  # fmt: skip
+
+
+def _notes(names: list[str], sent: Sent) -> tuple[str, ...]:
+    if not names:
+        raise _Refused("the proposal names no notes")
+    paths = []
+    for name in names:
+        path = sent.resolve(name)
+        if path is None:
+            raise _Refused(f"names {name!r}, which is not a note sent in this call")
+        paths.append(path)
+    return tuple(dict.fromkeys(paths))
+
+
+def _one(name: str | None, notes: tuple[str, ...], sent: Sent, role: str) -> str:
+    path = sent.resolve(name) if name else None
+    if path is None or path not in notes:
+        raise _Refused(f"{role} {name!r} is not one of the notes the proposal names")
+    return path
+
+
+def _evidence(q: Quote, sent: Sent) -> Evidence:
+    path = sent.resolve(q.note)
+    if path is None:
+        raise _Refused(f"evidence cites {q.note!r}, which is not a note sent in this call")
+    quote = unescape_data(q.quote).strip()
+    if len(quote) < MIN_QUOTE:
+        raise _Refused(f"an evidence quote from {path} is too short to show anything ({quote!r})")
+    text = sent.texts[path]
+    at = text.find(quote)
+    if at < 0:
+        raise _Refused(f"evidence quote {_short(quote)!r} is not in {path}; quotes must be verbatim")
+    start = text.count("\n", 0, at) + 1
+    return Evidence(path, start, start + quote.count("\n"), quote)
+
+
+def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, ...], confidence: float, sent: Sent, source: str) -> Draft:
+    if len(notes) < 2:
+        raise _Refused("a merge names at least two different notes")
+    survivor = _one(p.survivor, notes, sent, "survivor")
+    body = unescape_data(p.merged_body or "")
+    if not body.strip():
+        raise _Refused("a merge must give merged_body, the survivor's new text")
+    if has_marker(body):
+        raise _Refused(f"merged_body holds a redaction marker; applying it would write [REDACTED] into {survivor}")
+    if frontmatter.split(body.encode("utf-8")).has_frontmatter:
+        raise _Refused("merged_body starts with a frontmatter block; it must be the body only")
+    if not evidence:
+        raise _Refused("a merge must quote at least one line showing the notes say the same thing")
+    missing = uncovered([sent.body(n) for n in notes], body, [(d.text, d.reason) for d in p.dropped])
+    rationale = _clean(p.rationale)
+    if missing:
+        rationale += (
+            f" Lossy: {len(missing)} sentence{'s' if len(missing) > 1 else ''} of the merged notes "
+            f"{'are' if len(missing) > 1 else 'is'} neither in the merged text nor listed as dropped, "
+            f"e.g. “{_short(missing[0])}”."
+        )
+    note = sent.view.notes[survivor]
+    data = _survivor_data(note, body)
+    retire = tuple(n for n in notes if n != survivor)
+    return Draft(
+        kind=MERGE, source=source, confidence=confidence, title=f"Merge {', '.join(retire)} into {survivor}",
+        rationale=rationale, evidence=evidence, retire=retire, survivor=survivor,
+        survivor_data=None if data == note.data else data, lossy=bool(missing),
+    )  # fmt: skip
+
+
+def _supersede(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, ...], confidence: float, sent: Sent, source: str) -> Draft:
+    if len(notes) < 2:
+        raise _Refused("a supersede names the newer note and at least one older note")
+    newer = _one(p.newer, notes, sent, "newer note")
+    older = tuple(n for n in notes if n != newer)
+    cited = {e.path for e in evidence}
+    for path in (newer, *older):
+        if path not in cited:
+            raise _Refused(f"a supersede must quote the contradicting lines of both sides; nothing is quoted from {path}")
+    for path in older:
+        earlier = _declared_later(sent.view.notes[path], sent.view.notes[newer])
+        if earlier:
+            raise _Refused(f"names {newer} as newer, but {earlier}")
+    return Draft(
+        kind=SUPERSEDE, source=source, confidence=confidence, title=f"{newer} supersedes {', '.join(older)}",
+        rationale=_clean(p.rationale), evidence=evidence, retire=older, survivor=newer,
+    )  # fmt: skip
+
+
+def _declared_later(older: Note, newer: Note) -> str | None:
+    """When both notes declare the same date key, the one called newer must not be earlier."""
+    for key in ("updated_at", "created_at"):
+        a, b = older.meta_time(key), newer.meta_time(key)
+        if a is not None and b is not None:
+            return f"its {key} {b.date()} is before {older.path}'s {a.date()}" if b < a else None
+    return None
+
+
+def _survivor_data(note: Note, body: str) -> bytes:
+    """The survivor's own frontmatter block, byte for byte, then the merged body, ending
+    in a newline and in the note's own line endings."""
+    text = body.replace("\r\n", "\n")
+    text = text if text.endswith("\n") else text + "\n"
+    if b"\r\n" in note.data:
+        text = text.replace("\n", "\r\n")
+    return note.parts.header + text.encode("utf-8")
+
+
+def _clean(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= MAX_RATIONALE else flat[: MAX_RATIONALE - 1] + "…"
+
+
+def _short(text: str, limit: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"

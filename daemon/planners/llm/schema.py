@@ -1,0 +1,129 @@
+"""The model's reply: a versioned JSON document, parsed strictly or not at all.
+
+The reply is untrusted input. It is parsed into pydantic models with ``extra="forbid"``
+so that a key the model invents is an error rather than silently ignored, and every
+failure - not JSON, wrong shape, NaN confidence, absurd nesting - becomes one
+``ModelBadOutputError`` with a one-line reason the repair turn can show the model.
+
+The wire schema (``reply_json_schema``) is stricter than the parser: OpenAI-style strict
+structured output wants every key required and nullable instead of optional, and no
+``additionalProperties``. The parser accepts a reply that leaves out a nullable key or an
+empty list, because JSON-mode models without schema enforcement often do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Literal
+
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field
+
+from daemon.core.errors import ModelBadOutputError
+
+VERSION = 1
+REPLY_KINDS = ("merge", "supersede", "soft-expire")
+_MAX_REASON = 240
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+class Quote(_Strict):
+    """A verbatim excerpt of one note, named by the id it had in the prompt."""
+
+    note: str = Field(description="id of the quoted note, e.g. n2")
+    quote: str = Field(description="text copied exactly from that note")
+
+
+class Dropped(_Strict):
+    """A sentence a merge leaves out on purpose, and why."""
+
+    text: str = Field(description="the sentence or bullet left out of merged_body")
+    reason: str = Field(description="why it is no longer worth keeping")
+
+
+class ModelProposal(_Strict):
+    kind: Literal["merge", "supersede", "soft-expire"]
+    notes: list[str] = Field(description="ids of every note the proposal is about")
+    survivor: str | None = Field(default=None, description="merge: the id of the note that keeps the merged text")
+    newer: str | None = Field(default=None, description="supersede: the id of the newer note")
+    merged_body: str | None = Field(default=None, description="merge: the survivor's new body, without frontmatter")
+    rationale: str
+    confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    evidence: list[Quote] = Field(default_factory=list)
+    dropped: list[Dropped] = Field(default_factory=list)
+
+
+class Reply(_Strict):
+    v: Literal[1] = 1  # a reply without "v" is read as version 1; another version is refused
+    proposals: list[ModelProposal]
+
+
+# Keywords strict structured-output modes reject or ignore; the parser enforces them instead.
+_UNSUPPORTED = ("default", "title", "minimum", "maximum", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format")
+
+
+def _strictify(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_strictify(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _strictify(v) for k, v in node.items() if k not in _UNSUPPORTED}
+    if "const" in out:
+        out["enum"] = [out.pop("const")]
+    if out.get("type") == "object" and "properties" in out:
+        out["required"] = list(out["properties"])
+        out["additionalProperties"] = False
+    return out
+
+
+def reply_json_schema() -> dict[str, Any]:
+    """The JSON schema for ``response_format``: strict-compatible (every key required,
+    nullables as ``anyOf`` with null, no additional properties, no numeric bounds)."""
+    schema: dict[str, Any] = _strictify(Reply.model_json_schema())
+    return schema
+
+
+_FENCE = re.compile(r"\A\s*```[A-Za-z0-9_-]*[ \t]*\r?\n(.*?)\r?\n?```\s*\Z", re.DOTALL)
+
+
+def _one_line(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _MAX_REASON else flat[: _MAX_REASON - 1] + "…"
+
+
+def _schema_reason(exc: pydantic.ValidationError) -> str:
+    errors = exc.errors(include_url=False, include_input=False)
+    first = errors[0]
+    where = ".".join(str(part) for part in first["loc"]) or "reply"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"does not match the reply schema: {where}: {first['msg']}{more}"
+
+
+def parse_reply(text: str) -> Reply:
+    """The reply as models; raises ModelBadOutputError (and nothing else) when it is not
+    exactly one JSON object of the schema. A single surrounding code fence is tolerated."""
+    if not isinstance(text, str) or not text.strip():
+        raise ModelBadOutputError("the reply is empty")
+    fenced = _FENCE.match(text)
+    body = fenced.group(1) if fenced else text
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as exc:
+        raise ModelBadOutputError(_one_line(f"the reply is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}")) from None
+    except (RecursionError, ValueError) as exc:  # absurd nesting; numbers beyond the int limit
+        raise ModelBadOutputError(_one_line(f"the reply is not usable JSON: {exc.__class__.__name__}")) from None
+    if not isinstance(data, dict):
+        raise ModelBadOutputError(f"the reply is JSON but not an object (got {type(data).__name__})")
+    version = data.get("v", VERSION)  # a missing "v" is reported by the schema below
+    if type(version) is not int or version != VERSION:
+        raise ModelBadOutputError(_one_line(f"the reply has version {version!r}; expected {VERSION}"))
+    try:
+        return Reply.model_validate(data)
+    except pydantic.ValidationError as exc:
+        raise ModelBadOutputError(_one_line(_schema_reason(exc))) from None
+    except RecursionError:
+        raise ModelBadOutputError("the reply is nested too deeply") from None

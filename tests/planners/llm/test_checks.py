@@ -1,0 +1,176 @@
+"""Checks every model proposal passes before it is a Draft (on top of core validation)."""
+
+from __future__ import annotations
+
+from daemon.core.changes import build
+from daemon.core.proposals import Draft
+from daemon.core.validate import refusal
+from daemon.planners.llm.checks import Refusal, check
+
+from ..factory import note, view
+from .store import NOW, PINNED, proposal, sent_for, store
+
+SOURCE = "model:openai/test-model"
+BOTH = [
+    {"note": "n1", "quote": "Run make test before pushing because CI only checks lint."},
+    {"note": "n2", "quote": "CI only checks lint, so run make test before pushing."},
+]
+FULL_MERGE = "# Build checks\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres listening on port 5433.\n"
+
+
+def merge(**fields: object) -> Draft | Refusal:
+    v = store()
+    sent = sent_for(v, "notes/build.md", "notes/build-howto.md")
+    base: dict[str, object] = {"survivor": "n1", "merged_body": FULL_MERGE, "evidence": BOTH}
+    base.update(fields)
+    return check(proposal("merge", **base), sent, SOURCE)
+
+
+def test_a_lossless_merge_becomes_a_draft_with_line_spans_and_the_survivor_header() -> None:
+    draft = merge()
+    assert isinstance(draft, Draft)
+    assert (draft.kind, draft.survivor, draft.retire, draft.lossy) == ("merge", "notes/build.md", ("notes/build-howto.md",), False)
+    assert draft.source == SOURCE and draft.confidence == 0.8
+    assert [(e.path, e.start, e.end) for e in draft.evidence] == [("notes/build.md", 6, 6), ("notes/build-howto.md", 5, 5)]
+    header = b"---\ntitle: Build checks\ntags: [ci]\n---\n"
+    assert draft.survivor_data == header + FULL_MERGE.encode()
+    v = store()
+    assert refusal(draft, build(draft, v, NOW), v) is None  # and the foundation accepts it
+
+
+def test_survivor_data_ends_with_a_newline_and_keeps_crlf() -> None:
+    crlf = note("a.md", "---\r\ntags: [x]\r\n---\r\nOne fact here.\r\n")
+    v = view(crlf, note("b.md", "One fact here.\nA second fact.\n"))
+    quotes = [{"note": "n1", "quote": "One fact here."}]
+    sent = sent_for(v, "a.md", "b.md")
+    draft = check(proposal("merge", survivor="n1", merged_body="One fact here.\nA second fact.", evidence=quotes), sent, SOURCE)
+    assert isinstance(draft, Draft) and not draft.lossy
+    assert draft.survivor_data == b"---\r\ntags: [x]\r\n---\r\nOne fact here.\r\nA second fact.\r\n"
+    same = check(proposal("merge", notes=["n1", "n2"], survivor="n1", merged_body="One fact here.", evidence=quotes), sent, SOURCE)
+    assert isinstance(same, Draft) and same.survivor_data is None and same.lossy  # survivor unchanged; b's 2nd fact lost
+
+
+def test_unknown_note_is_refused() -> None:
+    result = merge(notes=["n1", "n7"])
+    assert isinstance(result, Refusal) and "'n7'" in result.reason and "not a note sent" in result.reason
+    assert result.notes == ("notes/build.md", "n7") and result.raw["notes"] == ["n1", "n7"]
+
+
+def test_a_path_never_sent_is_refused_even_if_it_exists() -> None:
+    result = merge(notes=["n1", "notes/fonts.md"])
+    assert isinstance(result, Refusal) and "notes/fonts.md" in result.reason
+
+
+def test_invented_quote_is_refused() -> None:
+    result = merge(evidence=[{"note": "n1", "quote": "Integration tests need MySQL on port 3306."}])
+    assert isinstance(result, Refusal) and "verbatim" in result.reason
+
+
+def test_quote_from_the_wrong_note_is_refused() -> None:
+    result = merge(evidence=[{"note": "n2", "quote": "Integration tests need postgres on port 5433."}])
+    assert isinstance(result, Refusal) and "notes/build-howto.md" in result.reason
+
+
+def test_a_lossy_merge_is_marked_not_refused() -> None:
+    draft = merge(merged_body="# Build checks\nRun make test before pushing because CI only checks lint.\n")
+    assert isinstance(draft, Draft) and draft.lossy
+    assert "Lossy: 2 sentences" in draft.rationale and "5433" in draft.rationale
+
+
+def test_dropped_with_a_reason_is_not_lossy_and_without_one_is() -> None:
+    body = "# Build checks\nRun make test before pushing because CI only checks lint.\n"
+    gone = ["Integration tests need postgres on port 5433.", "The integration tests need postgres listening on port 5433."]
+    kept = merge(merged_body=body, dropped=[{"text": t, "reason": "the suite moved to sqlite"} for t in gone])
+    assert isinstance(kept, Draft) and not kept.lossy
+    silent = merge(merged_body=body, dropped=[{"text": t, "reason": " "} for t in gone])
+    assert isinstance(silent, Draft) and silent.lossy
+
+
+def test_rewording_and_joining_sentences_is_not_loss() -> None:
+    body = "CI only checks lint: run make test before pushing. Integration tests need postgres listening on port 5433.\n"
+    draft = merge(merged_body=body)
+    assert isinstance(draft, Draft) and not draft.lossy
+
+
+def test_a_redaction_marker_in_merged_body_is_refused() -> None:
+    result = merge(merged_body=FULL_MERGE + "Password: [REDACTED:secret-keyword]\n")
+    assert isinstance(result, Refusal) and "redaction marker" in result.reason
+
+
+def test_merge_needs_survivor_body_evidence_and_two_notes() -> None:
+    assert "survivor" in _reason(merge(survivor="n3"))
+    assert "merged_body" in _reason(merge(merged_body="  "))
+    assert "quote" in _reason(merge(evidence=[]))
+    assert "two" in _reason(merge(notes=["n1", "n1"]))
+    assert "frontmatter" in _reason(merge(merged_body="---\ntitle: x\n---\nbody\n"))
+
+
+def test_pinned_survivor_passes_the_checks_but_the_foundation_refuses_the_change() -> None:
+    """The planner's checks do not duplicate core validation: a merge that rewrites a pinned
+    note is a Draft here and is refused by ``core.validate`` later, like any detector's."""
+    v = store(note("notes/pinned.md", PINNED))
+    sent = sent_for(v, "notes/pinned.md", "notes/build.md")
+    quotes = [{"note": "n1", "quote": "Never push without make test"}, {"note": "n2", "quote": "CI only checks lint."}]
+    draft = check(proposal("merge", survivor="n1", merged_body=FULL_MERGE, evidence=quotes), sent, SOURCE)
+    assert isinstance(draft, Draft)
+    reason = refusal(draft, build(draft, v, NOW), v)
+    assert reason is not None and "pinned" in reason
+    retire = check(proposal("merge", survivor="n2", merged_body=FULL_MERGE, evidence=quotes), sent, SOURCE)
+    assert isinstance(retire, Draft) and "pinned" in (refusal(retire, build(retire, v, NOW), v) or "")
+
+
+def supersede(**fields: object) -> Draft | Refusal:
+    v = store()
+    sent = sent_for(v, "status/week-10-complete.md", "status/week-10-next.md")
+    quotes = [{"note": "n1", "quote": "Tests: 131 passing."}, {"note": "n2", "quote": "Tests: 112 passing."}]
+    base: dict[str, object] = {"notes": ["n1", "n2"], "newer": "n1", "evidence": quotes}
+    base.update(fields)
+    return check(proposal("supersede", **base), sent, SOURCE)
+
+
+def test_supersede_names_the_newer_note_and_quotes_both() -> None:
+    draft = supersede()
+    assert isinstance(draft, Draft)
+    assert (draft.survivor, draft.retire) == ("status/week-10-complete.md", ("status/week-10-next.md",))
+    assert "newer note" in _reason(supersede(newer=None))
+    assert "nothing is quoted from status/week-10-next.md" in _reason(supersede(evidence=[{"note": "n1", "quote": "Tests: 131 passing."}]))
+
+
+def test_supersede_with_the_older_note_called_newer_is_refused() -> None:
+    reason = _reason(supersede(newer="n2"))
+    assert "updated_at 2026-05-01 is before" in reason
+
+
+def test_soft_expire_quotes_its_evidence() -> None:
+    v = store()
+    sent = sent_for(v, "status/week-10-next.md", "status/week-10-complete.md")
+    bare = check(proposal("soft-expire", notes=["n1"]), sent, SOURCE)
+    assert isinstance(bare, Refusal) and "evidence" in bare.reason
+    quoted = check(
+        proposal("soft-expire", notes=["n1"], rationale="The exporter work is done. More text.", evidence=[{"note": "n2", "quote": "The exporter is wired to the queue."}]),
+        sent,
+        SOURCE,
+    )
+    assert isinstance(quoted, Draft) and quoted.retire == ("status/week-10-next.md",)
+    assert quoted.reason == "The exporter work is done"
+
+
+def test_quotes_are_checked_against_the_redacted_text_the_model_saw() -> None:
+    secret = note("a.md", "Deploy key AKIAIOSFODNN7EXAMPLE lives in the vault.\n")
+    v = view(secret, note("b.md", "Deploy key lives in the vault.\n"))
+    sent = sent_for(v, "a.md", "b.md")
+    seen = check(proposal("soft-expire", notes=["n1"], evidence=[{"note": "n1", "quote": "Deploy key [REDACTED:aws-access-key] lives"}]), sent, SOURCE)
+    assert isinstance(seen, Draft)
+    real = check(proposal("soft-expire", notes=["n1"], evidence=[{"note": "n1", "quote": "Deploy key AKIAIOSFODNN7EXAMPLE"}]), sent, SOURCE)
+    assert isinstance(real, Refusal)
+
+
+def test_confidence_is_kept_within_bounds_and_short_quotes_are_refused() -> None:
+    assert "too short" in _reason(merge(evidence=[{"note": "n1", "quote": "CI"}]))
+    draft = merge(confidence=1.0)
+    assert isinstance(draft, Draft) and draft.confidence == 1.0
+
+
+def _reason(result: Draft | Refusal) -> str:
+    assert isinstance(result, Refusal), result
+    return result.reason

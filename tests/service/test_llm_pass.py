@@ -1,0 +1,129 @@
+"""The model part of a pass, end to end through the service with the in-package FakeModel."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from daemon.config import parse_config
+from daemon.core.errors import ModelTransientError
+from daemon.db import schema as t
+from daemon.llm.fakes import FakeModel
+from daemon.service.passes import run_pass
+from daemon.service.review import get_proposal
+
+BUILD = "# Build checks\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
+BUILD_AGAIN = "# Build how-to\nCI only checks lint, so run make test before pushing.\nThe integration tests need postgres listening on port 5433.\n"
+COLOURS = "# Palette\nThe brand colour is teal; buttons use the darker shade.\n"
+MERGED = "# Build checks\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
+
+
+def _merge_reply(survivor="build.md", other="build-howto.md", body=MERGED, dropped=()):
+    return json.dumps({"v": 1, "proposals": [{
+        "kind": "merge", "notes": [survivor, other], "survivor": survivor, "newer": None, "merged_body": body,
+        "rationale": "Both notes say to run make test before pushing and that postgres listens on 5433.",
+        "confidence": 0.9,
+        "evidence": [{"note": survivor, "quote": "Run make test before pushing"}, {"note": other, "quote": "so run make test before pushing"}],
+        "dropped": [{"text": d, "reason": "same fact"} for d in dropped],
+    }]})  # fmt: skip
+
+
+def _setup(make_store, make_app, model, **files):
+    notes = {"build.md": BUILD, "build-howto.md": BUILD_AGAIN, "colours.md": COLOURS, **files}
+    root = make_store(notes)
+    config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
+    app = make_app(config)
+    app.model_client = lambda settings: model
+    return root, app, config.stores["s"]
+
+
+def _model_outcomes(report):
+    return [o for o in report.outcomes if o.planned.draft.source.startswith("model:")]
+
+
+def test_a_model_merge_becomes_a_pending_proposal_with_its_costs_recorded(make_store, make_app, read_tree):
+    """A paraphrased duplicate the detectors miss is proposed by the model, validated, diffed; tokens are recorded; nothing is written."""
+    model = FakeModel().enqueue(_merge_reply(), prompt_tokens=420, completion_tokens=90)
+    root, app, store = _setup(make_store, make_app, model)
+    before = read_tree(root)
+    report = run_pass(app, store)
+    (merge,) = _model_outcomes(report)
+    assert (merge.state, merge.planned.draft.kind, merge.planned.draft.retire) == ("pending", "merge", ("build-howto.md",))
+    assert get_proposal(app, merge.id).source == "model:openai/test-model"
+    assert report.llm["calls"] == 1 and report.llm["prompt_tokens"] == 420 and report.llm["completion_tokens"] == 90
+    with app.engine().connect() as conn:
+        (call,) = conn.execute(select(t.model_calls)).all()
+    assert (call.status, call.prompt_tokens, call.model) == ("ok", 420, "openai/test-model")
+    assert len(call.template_hash) == 64 and "build.md" in call.notes["paths"]
+    assert read_tree(root) == before
+
+
+def test_an_unchanged_store_makes_zero_model_calls(make_store, make_app, clock):
+    """The second pass over an unchanged store is skipped and sends nothing to the model."""
+    model = FakeModel().enqueue(_merge_reply())
+    _, app, store = _setup(make_store, make_app, model)
+    run_pass(app, store)
+    clock.advance(hours=6)
+    assert run_pass(app, store).status == "skipped"
+    assert len(model.requests) == 1
+
+
+def test_only_groups_with_a_changed_note_are_sent(make_store, make_app, clock):
+    """After one note changes, the next call is about that note and its neighbours, not the unrelated one."""
+    model = FakeModel().enqueue(json.dumps({"v": 1, "proposals": []}))
+    root, app, store = _setup(make_store, make_app, model)
+    run_pass(app, store)
+    first = {key for r in model.requests for key in r.key.split("|")}
+    (root / "build-howto.md").write_text(BUILD_AGAIN + "Lint runs on every push.\n")
+    clock.advance(hours=1)
+    model.enqueue(json.dumps({"v": 1, "proposals": []}))
+    run_pass(app, store)
+    later = [r.key.split("|") for r in model.requests[1:]]
+    assert first >= {"build.md", "build-howto.md"}
+    assert later and all("build-howto.md" in key and "colours.md" not in key for key in later)
+
+
+def test_a_model_that_keeps_failing_fails_the_pass_with_its_calls_recorded(make_store, make_app):
+    """A transient error after retries ends the pass as failed; the failed call is recorded; the model proposes nothing."""
+    model = FakeModel().enqueue_error(ModelTransientError("openai/test-model timed out after 3 attempts"))
+    _, app, store = _setup(make_store, make_app, model)
+    try:
+        run_pass(app, store)
+    except Exception as exc:  # noqa: BLE001 - the pass re-raises its failure
+        assert "timed out" in str(exc)
+    with app.engine().connect() as conn:
+        (row,) = conn.execute(select(t.passes)).all()
+        calls = conn.execute(select(t.model_calls)).all()
+        model_proposals = conn.execute(select(t.proposals).where(t.proposals.c.source.like("model:%"))).all()
+    assert row.status == "failed" and "timed out" in row.error
+    assert [c.status for c in calls] == ["failed"]
+    assert model_proposals == []
+
+
+def test_a_reply_naming_an_unknown_note_is_recorded_as_refused(make_store, make_app):
+    """A merge naming a note that was not sent is refused, with the reason kept."""
+    model = FakeModel().enqueue(_merge_reply(other="ghost.md"))
+    _, app, store = _setup(make_store, make_app, model)
+    (refused,) = _model_outcomes(run_pass(app, store))
+    assert refused.state == "refused" and "ghost.md" in refused.note
+    assert get_proposal(app, refused.id).state_reason == refused.note
+
+
+def test_a_merge_that_loses_a_fact_is_marked_lossy(make_store, make_app):
+    """A merged body missing the port fact, not listed as dropped, is stored as a lossy proposal."""
+    body = "# Build checks\nRun make test before pushing because CI only checks lint.\n"
+    model = FakeModel().enqueue(_merge_reply(body=body))
+    _, app, store = _setup(make_store, make_app, model)
+    (merge,) = _model_outcomes(run_pass(app, store))
+    assert merge.state == "pending" and get_proposal(app, merge.id).lossy is True
+
+
+def test_a_dry_run_with_a_model_writes_nothing(make_store, make_app, read_tree, db_path):
+    """A dry run shows the model's proposals and creates no database, writes no store byte."""
+    model = FakeModel().enqueue(_merge_reply())
+    root, app, store = _setup(make_store, make_app, model)
+    before = read_tree(root)
+    report = run_pass(app, store, dry_run=True)
+    assert [o.state for o in _model_outcomes(report)] == ["pending"]
+    assert read_tree(root) == before and not db_path.exists()
