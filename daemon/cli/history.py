@@ -40,8 +40,13 @@ def history_command(settings, store_name, store_path, preset, as_of: str | None,
         return
     for p in out["passes"]:
         stats = p["stats"] or {}
-        counts = " ".join(f"{k}={v}" for k, v in stats.items() if k != "v")
+        counts = " ".join(f"{k}={v}" for k, v in stats.items() if k not in ("v", "llm"))
         click.echo(f"pass #{p['id']} {p['status']:<9} {p['started_at']} {p['actor']} via {p['surface']} {counts}" + (f" error: {p['error']}" if p["error"] else ""))
+        llm = stats.get("llm")
+        if llm:
+            cost = "unpriced" if llm.get("cost") is None else f"${llm['cost']:.4f}"
+            stopped = f"; stopped: {llm['stopped']}" if llm.get("stopped") else ""
+            click.echo(f"  model: {llm['calls']} calls, {llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens, {cost}{stopped}")
     for s in out["snapshots"]:
         ref = f"pass #{s['pass_id']}" if s["pass_id"] else f"proposal #{s['proposal_id']}"
         click.echo(f"snapshot #{s['id']} {s['reason']:<13} {s['recorded_at']} {s['files']} files root {s['root_hash'][:12]} ({ref})")

@@ -35,6 +35,15 @@ def history(app: App, store: StoreConfig, as_of: dt.datetime | None = None) -> d
              "stats": p.stats, "error": p.error}
             for p in repo.passes(conn, store_id)
         ]  # fmt: skip
+        calls_by_pass: dict[int, list[dict[str, Any]]] = {}
+        for c in repo.model_calls(conn, store_id):
+            calls_by_pass.setdefault(c.pass_id, []).append(
+                {"model": c.model, "status": c.status, "template": c.template, "template_hash": c.template_hash,
+                 "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens, "cost": c.cost,
+                 "latency_ms": c.latency_ms, "http_calls": c.http_calls, "redactions": c.redactions, "error": c.error}
+            )  # fmt: skip
+        for entry in out["passes"]:
+            entry["model_calls"] = calls_by_pass.get(entry["id"], [])
         out["snapshots"] = [
             {"id": s.id, "reason": s.reason, "recorded_at": s.recorded_at.isoformat(), "root_hash": s.root_hash,
              "files": s.file_count, "pass_id": s.pass_id, "proposal_id": s.proposal_id}

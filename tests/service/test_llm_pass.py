@@ -11,6 +11,7 @@ from daemon.core.errors import ModelTransientError
 from daemon.db import schema as t
 from daemon.llm.fakes import FakeModel
 from daemon.service.passes import run_pass
+from daemon.service.history import history
 from daemon.service.review import get_proposal
 
 BUILD = "# Build checks\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
@@ -127,3 +128,15 @@ def test_a_dry_run_with_a_model_writes_nothing(make_store, make_app, read_tree, 
     report = run_pass(app, store, dry_run=True)
     assert [o.state for o in _model_outcomes(report)] == ["pending"]
     assert read_tree(root) == before and not db_path.exists()
+
+
+def test_history_shows_each_pass_model_calls_tokens_and_cost(make_store, make_app):
+    """History lists each pass's model calls with tokens and cost, and the pass totals."""
+    model = FakeModel().enqueue(_merge_reply(), prompt_tokens=420, completion_tokens=90, cost=0.0012)
+    _, app, store = _setup(make_store, make_app, model)
+    run_pass(app, store)
+
+    (entry,) = history(app, store)["passes"]
+    (call,) = entry["model_calls"]
+    assert (call["prompt_tokens"], call["completion_tokens"], call["cost"], call["status"]) == (420, 90, 0.0012, "ok")
+    assert entry["stats"]["llm"]["cost"] == 0.0012
