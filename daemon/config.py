@@ -47,6 +47,7 @@ class Config:
     planner: DetectorSettings = field(default_factory=DetectorSettings)
     source: Path | None = None
     llm: ModelSettings | None = None  # the global [llm] table, for stores named on the command line
+    llm_exclude: tuple[str, ...] = ()
 
     def store(self, name: str) -> StoreConfig:
         try:
@@ -101,7 +102,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     db = raw.get("db")
     if db is not None and not isinstance(db, str):
         raise ConfigError(f"{where}: 'db' must be a database URL string")
-    return Config(stores=stores, db_url=db, planner=_parse_planner(raw.get("planner", {}), where), source=source, llm=llm)
+    llm_exclude = tuple(llm_raw.get("exclude", ())) if llm else ()
+    return Config(stores=stores, db_url=db, planner=_parse_planner(raw.get("planner", {}), where), source=source, llm=llm, llm_exclude=llm_exclude)
 
 
 def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[str, Any]) -> StoreConfig:

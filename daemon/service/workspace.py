@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,14 @@ from daemon.stores.scan import ScanResult, scan_store
 
 
 def resolve_store(app: App, name: str | None = None, path: str | None = None, preset: str | None = None) -> StoreConfig:
+    """The store a command means, with the global [llm] for stores not in the config."""
+    store = _resolve(app, name, path, preset)
+    if store.name not in app.config.stores and app.config.llm is not None and store.llm is None:
+        store = dataclasses.replace(store, llm=app.config.llm, llm_exclude=app.config.llm_exclude)
+    return store
+
+
+def _resolve(app: App, name: str | None, path: str | None, preset: str | None) -> StoreConfig:
     """The store a command means: ``--store PATH``, a configured name, or the only one.
 
     A store first named by its path (``--store PATH``) is recorded under its absolute

@@ -140,3 +140,13 @@ def test_history_shows_each_pass_model_calls_tokens_and_cost(make_store, make_ap
     (call,) = entry["model_calls"]
     assert (call["prompt_tokens"], call["completion_tokens"], call["cost"], call["status"]) == (420, 90, 0.0012, "ok")
     assert entry["stats"]["llm"]["cost"] == 0.0012
+
+
+def test_a_store_named_by_path_uses_the_global_llm_settings(make_store, make_app):
+    """`--store PATH` with a config holding [llm] runs the model part too."""
+    from daemon.service.workspace import resolve_store
+
+    root = make_store({"a.md": "x\n"})
+    app = make_app(parse_config({"llm": {"model": "openai/test-model", "exclude": ["people/**"]}}))
+    store = resolve_store(app, path=str(root), preset="generic")
+    assert (store.llm.model, store.llm_exclude) == ("openai/test-model", ("people/**",))
