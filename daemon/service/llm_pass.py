@@ -58,14 +58,36 @@ class LLMOutcome:
 
 
 def changed_since_last_llm_pass(conn: Connection, store_id: int, view: StoreView) -> set[str]:
-    """Notes whose bytes differ from the last pass whose LLM part completed."""
+    """Notes the model has not yet seen as they are now.
+
+    Changed since the last pass whose LLM part completed, minus notes already sent by a
+    later, unfinished LLM part (budget stop, failure) whose bytes have not changed since:
+    a pass stopped at its budget goes on where it stopped instead of starting over.
+    """
+    baseline: dict[str, str] | None = None
+    sent: dict[str, str | None] = {}  # path -> its hash when an unfinished pass sent it
     for row in repo.passes(conn, store_id, limit=200):
         llm = (row.stats or {}).get("llm")
-        if row.status == "completed" and llm and llm.get("complete") and row.root_hash:
-            manifest_id = repo.manifest_id(conn, store_id, row.root_hash)
-            seen = repo.manifest_entries(conn, store_id, manifest_id) if manifest_id else {}
-            return {path for path, note in view.notes.items() if seen.get(path) != note.hash}
-    return set(view.notes)
+        if row.status not in ("completed", "failed") or not llm or not row.root_hash:
+            continue
+        manifest_id = repo.manifest_id(conn, store_id, row.root_hash)
+        seen = repo.manifest_entries(conn, store_id, manifest_id) if manifest_id else {}
+        if row.status == "completed" and llm.get("complete"):
+            baseline = seen
+            break
+        for call in repo.model_calls(conn, store_id, row.id):
+            for path in call.notes.get("paths", []):
+                sent.setdefault(path, seen.get(path))
+    return {
+        path for path, note in view.notes.items()
+        if (baseline or {}).get(path) != note.hash and sent.get(path) != note.hash
+    }  # fmt: skip
+
+
+def unfinished(last_stats: dict[str, Any] | None) -> bool:
+    """Whether the last pass's LLM part stopped before covering every change."""
+    llm = (last_stats or {}).get("llm")
+    return bool(llm) and not llm.get("complete", True)
 
 
 def due_notes(view: StoreView, now: dt.datetime, settings: DetectorSettings) -> set[str]:

@@ -23,7 +23,7 @@ from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
 from daemon.service import journal
 from daemon.service.context import App
-from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls
+from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls, unfinished
 from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.workspace import Observed, observe
@@ -122,7 +122,8 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
     with app.engine().begin() as conn:
         last = repo.last_completed_pass(conn, store_id)
         due = last.next_due_at if last else None
-        if last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due):
+        unchanged = last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due)
+        if unchanged and not (store.llm is not None and unfinished(last.stats)):
             report.status = "skipped"
             repo.finish_pass(conn, store_id, pass_id, status="skipped", finished_at=now, root_hash=scan.root_hash, planner=fingerprint, next_due_at=due, stats=report.stats)
             repo.add_event(conn, store_id, "pass.skipped", app.actor, app.surface, now, {"reason": "store and due times unchanged"}, pass_id=pass_id)
@@ -140,6 +141,8 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
             record_calls(conn, store_id, pass_id, llm.calls, now)
             report.outcomes += [_store_refusal(app, conn, store_id, pass_id, r, observed.view, now) for r in llm.refusals]
         if llm.error:
+            with app.engine().begin() as conn:  # kept on the failed pass: what was sent counts next time
+                repo.finish_pass(conn, store_id, pass_id, root_hash=scan.root_hash, planner=fingerprint, stats=report.stats)
             raise PlannerError(f"the model part of the pass failed: {llm.error}")
         _store_all(app, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
     with app.engine().begin() as conn:

@@ -169,3 +169,24 @@ def test_a_note_that_gives_orders_is_flagged_and_obeying_it_gets_nowhere(make_st
     pending = [o for o in _model_outcomes(report) if o.state == "pending"]
     assert all("rules.md" not in o.planned.paths for o in pending)
     assert read_tree(root) == before
+
+
+def test_a_pass_stopped_at_its_budget_goes_on_where_it_stopped(make_store, make_app, clock):
+    """With a budget for one call per pass, later passes over the unchanged store send the remaining groups, then skip."""
+    empty = json.dumps({"v": 1, "proposals": []})
+    model = FakeModel()
+    for _ in range(10):
+        model.enqueue(empty, prompt_tokens=1400, completion_tokens=5)
+    notes = {"build.md": BUILD, "build-howto.md": BUILD_AGAIN, "status-1.md": "# Week 1 status\nExporter wired.\n", "status-2.md": "# Week 2 status\nExporter tested.\n"}
+    root = make_store(notes)
+    config = parse_config({"llm": {"model": "openai/test-model", "tokens_per_call": 1400, "tokens_per_pass": 1600, "max_output_tokens": 100}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
+    app = make_app(config)
+    app.model_client = lambda settings: model
+    keys, statuses = [], []
+    for _ in range(4):
+        clock.advance(hours=1)
+        report = run_pass(app, config.stores["s"])
+        statuses.append(report.status)
+        keys.append([r.key for r in model.requests[sum(len(k) for k in keys):]])
+    assert keys[:2] == [["build-howto.md|build.md"], ["status-1.md|status-2.md"]], keys
+    assert statuses == ["completed", "completed", "skipped", "skipped"] and keys[2:] == [[], []]
