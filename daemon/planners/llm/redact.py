@@ -50,9 +50,13 @@ def _entropy_hits(plugin: Any, line: str) -> Iterator[str]:
     positives (UUIDs, sequences, templates, ``$VARIABLES``)."""
     from detect_secrets.filters import heuristic
 
+    # A string of n characters has at most log2(n) bits of entropy, so tokens no longer
+    # than 2**limit can never exceed it: skipping them changes nothing and saves most of
+    # the time (the entropy is computed in Python, for every word of every note).
+    shortest = 2 ** plugin.entropy_limit
     for token in re.findall(f"[{re.escape(plugin.charset)}]+", line):
         token = _ASSIGNED.sub("", token)
-        if not token or plugin.calculate_shannon_entropy(token) <= plugin.entropy_limit:
+        if len(token) <= shortest or plugin.calculate_shannon_entropy(token) <= plugin.entropy_limit:
             continue
         if heuristic.is_sequential_string(token) or heuristic.is_potential_uuid(token):
             continue
