@@ -36,7 +36,8 @@ MAX_GROUP = 8
 MAX_RELATION = 4 * MAX_GROUP  # a title, tag, citation or stem shared by more notes is ignored
 NEIGHBOURS = 3
 LOOSE_THRESHOLD = 0.5
-MIN_NEIGHBOUR = 0.2  # estimated word-set Jaccard below which a "nearest" note is unrelated
+MIN_NEIGHBOUR = 0.3  # estimated word-set Jaccard below which a "nearest" note is unrelated
+# (0.2 let in unrelated notes that merely share common words)
 STATUS = "dated status notes"
 _MARGIN = 0.15  # > 3 standard deviations of a 128-permutation estimate near 0.5
 

@@ -35,7 +35,7 @@ class Packing:
 
 
 def pack(groups: Iterable[Group], texts: Mapping[str, str], count_tokens: Callable[[str], int], tokens_per_call: int) -> Packing:
-    """First-fit, in order: each call's note blocks stay within ``tokens_per_call``.
+    """First-fit over the last few open calls: each call's note blocks stay within ``tokens_per_call``.
 
     A note shared by two groups of one call is sent once. A group that alone exceeds the
     budget loses notes from its end (anchors come first, so they stay) and lists them in
@@ -48,11 +48,8 @@ def pack(groups: Iterable[Group], texts: Mapping[str, str], count_tokens: Callab
             cost[path] = count_tokens(texts[path]) + count_tokens(path) + NOTE_OVERHEAD
         return cost[path]
 
-    batches: list[Batch] = []
+    batches: list[_Open] = []
     skipped: list[str] = []
-    current: list[Group] = []
-    seen: dict[str, None] = {}
-    used = 0
     for group in groups:
         if GROUP_OVERHEAD + sum(tokens(p) for p in group.paths) > tokens_per_call:
             group = _truncate(group, tokens, tokens_per_call - GROUP_OVERHEAD)
@@ -60,17 +57,33 @@ def pack(groups: Iterable[Group], texts: Mapping[str, str], count_tokens: Callab
                 who = ", ".join(group.anchors or group.paths or group.truncated[:1])
                 skipped.append(f"group of {who}: its notes do not fit one call ({tokens_per_call} tokens)")
                 continue
-        extra = GROUP_OVERHEAD + sum(tokens(p) for p in group.paths if p not in seen)
-        if current and used + extra > tokens_per_call:
-            batches.append(Batch(tuple(current), tuple(seen), used))
-            current, seen, used = [], {}, 0
-            extra = GROUP_OVERHEAD + sum(tokens(p) for p in group.paths)
-        current.append(group)
-        seen.update(dict.fromkeys(group.paths))
-        used += extra
-    if current:
-        batches.append(Batch(tuple(current), tuple(seen), used))
-    return Packing(tuple(batches), tuple(skipped))
+        for batch in batches[-LOOKBACK:]:
+            extra = GROUP_OVERHEAD + sum(tokens(p) for p in group.paths if p not in batch.seen)
+            if batch.used + extra <= tokens_per_call:
+                batch.add(group, extra)
+                break
+        else:
+            batch = _Open()
+            batch.add(group, GROUP_OVERHEAD + sum(tokens(p) for p in group.paths))
+            batches.append(batch)
+    return Packing(tuple(Batch(tuple(b.groups), tuple(b.seen), b.used) for b in batches), tuple(skipped))
+
+
+LOOKBACK = 16  # calls still open to later groups: first-fit, kept linear on large stores
+
+
+class _Open:
+    """A call being filled."""
+
+    def __init__(self) -> None:
+        self.groups: list[Group] = []
+        self.seen: dict[str, None] = {}
+        self.used = 0
+
+    def add(self, group: Group, extra: int) -> None:
+        self.groups.append(group)
+        self.seen.update(dict.fromkeys(group.paths))
+        self.used += extra
 
 
 def _truncate(group: Group, tokens: Callable[[str], int], budget: int) -> Group:
