@@ -1,0 +1,296 @@
+"""Benchmark the LLM part of a pass against the dump-everything prompt (see bench/README.md).
+
+    .venv/bin/python bench/bench_llm.py [--sizes 100,1000,10000] [--counter litellm|chars] [--json out.json] [--profile]
+
+For each store size, on a generated store (``generate.py``) with a fresh SQLite database
+in a temp dir and ``generate.NOW`` as the clock, with a model that answers every request
+with an empty proposal list (so the figures are about dreamd, not a network or a model):
+
+1. pass 1: every note is new to the LLM planner (reported, not a target);
+2. 1% of the notes get one line edited (a deterministic sample), then pass 2;
+3. pass 3 on the unchanged store: it must make exactly 0 model calls.
+
+Tokens are counted with one counter for everything (``litellm.token_counter`` for
+``gpt-4o-mini`` by default): the planner's own estimates, the fake model's usage and the
+baseline, which is our system prompt plus every note of the store in one prompt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import functools
+import html
+import json
+import os
+import pstats
+import random
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import daemon.planners.llm.planner as planner_module  # noqa: E402
+import daemon.service.passes as passes  # noqa: E402
+from daemon.config import Config, adhoc_store  # noqa: E402
+from daemon.db import repo  # noqa: E402
+from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings  # noqa: E402
+from daemon.logs import configure  # noqa: E402
+from daemon.planners.llm.prompts import PromptBatch, PromptNote, escape_data, load_templates  # noqa: E402
+from daemon.service.context import App  # noqa: E402
+from daemon.service.llm_pass import changed_since_last_llm_pass  # noqa: E402
+from daemon.service.workspace import observe  # noqa: E402
+from generate import NOW, generate_store  # noqa: E402
+
+COUNTER_MODEL = "gpt-4o-mini"
+REPLY = '{"v":1,"proposals":[]}'
+INDEX = "MEMORY.md"
+CHANGED_SHARE = 0.01
+TARGET_SHARE = 0.05  # pass 2 tokens / baseline at the largest store
+EDIT = " Checked again on 2026-05-30."
+
+
+def make_counter(kind: str) -> tuple[Callable[[str], int], str, float]:
+    """(count, description, seconds spent importing it)."""
+    if kind == "chars":
+        return (lambda text: len(text) // 4), "len(text) // 4", 0.0
+    start = time.perf_counter()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no price list over the network
+    import litellm
+
+    litellm.suppress_debug_info = True
+    count = functools.partial(litellm.token_counter, model=COUNTER_MODEL)
+    count(text="warm the tokenizer")
+    return (lambda text: int(count(text=text))), f"litellm.token_counter(model={COUNTER_MODEL!r})", time.perf_counter() - start
+
+
+class EmptyReplies:
+    """A ModelClient that answers ``{"v":1,"proposals":[]}`` to everything, reporting as prompt
+    tokens what the request carries (system, user, extra turns, the JSON schema) with the
+    benchmark's counter. Its own time is kept apart: it stands for the model, not dreamd."""
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        self.count = count
+        self.calls = 0
+        self.seconds = 0.0
+        self.counting = 0.0  # the planner's own token counting, through count_tokens
+        self._schema: dict[int, int] = {}
+
+    def count_tokens(self, text: str, settings: ModelSettings) -> int:  # the planner's counter
+        start = time.perf_counter()
+        try:
+            return self.count(text)
+        finally:
+            self.counting += time.perf_counter() - start
+
+    def complete(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse:
+        start = time.perf_counter()
+        self.calls += 1
+        if id(request.schema) not in self._schema:
+            self._schema[id(request.schema)] = self.count(json.dumps(request.schema))
+        extra = sum(self.count(m.get("content", "")) for m in request.extra_messages)
+        prompt = self.count(request.system) + self.count(request.user) + extra + self._schema[id(request.schema)]
+        response = ModelResponse(REPLY, "stop", prompt, self.count(REPLY), None, 0.0, settings.model, meta={"bench": True})
+        self.seconds += time.perf_counter() - start
+        return response
+
+
+class Probe:
+    """Wraps functions of the pass in place: wall time per label, and the last LLM outcome."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.last_outcome: Any = None
+        self.profiler: cProfile.Profile | None = None
+
+    def wrap(self, owner: Any, attr: str, label: str, keep: bool = False) -> None:
+        original = getattr(owner, attr)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            start = time.perf_counter()
+            try:
+                result = original(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - start
+            if keep:
+                self.last_outcome = result
+            return result
+
+        setattr(owner, attr, timed)
+
+
+def edit_sample(root: Path, notes: list[str], seed: int) -> list[str]:
+    """Append a clause to one body line of 1% of the notes (at least one); same seed, same notes."""
+    sample = sorted(random.Random(seed).sample(sorted(notes), max(1, round(len(notes) * CHANGED_SHARE))))
+    for path in sample:
+        lines = (root / path).read_text(encoding="utf-8").split("\n")
+        body_start = lines.index("---", 1) + 1  # after the frontmatter
+        row = max(i for i in range(body_start, len(lines)) if len(lines[i].split()) > 3)
+        lines[row] += EDIT
+        (root / path).write_text("\n".join(lines), encoding="utf-8")
+    return sample
+
+
+def baseline_tokens(root: Path, count: Callable[[str], int]) -> dict[str, Any]:
+    """The dump-everything prompt: our system prompt, then every note of the store (the
+    index left out) in our own note blocks, in one user message; no groups, no schema."""
+    files = sorted(p for p in root.glob("*.md") if p.name != INDEX)
+    notes = tuple(
+        PromptNote(f"n{i}", html.escape(p.name, quote=True), escape_data(p.read_text(encoding="utf-8").rstrip("\n")), False)
+        for i, p in enumerate(files, 1)
+    )
+    rendered = load_templates().render(PromptBatch(notes, (), NOW.date().isoformat(), {}))
+    start = time.perf_counter()
+    system, user = count(rendered.system), count(rendered.user)
+    return {"notes": len(files), "system_tokens": system, "tokens": system + user, "chars": len(rendered.system) + len(rendered.user),
+            "count_s": time.perf_counter() - start}  # fmt: skip
+
+
+def one_pass(app: App, config: Any, client: EmptyReplies, probe: Probe) -> dict[str, Any]:
+    probe.seconds.clear()
+    probe.last_outcome = None
+    calls_before, model_before, counting_before = client.calls, client.seconds, client.counting
+    start = time.perf_counter()
+    if probe.profiler:
+        probe.profiler.enable()
+    report = passes.run_pass(app, config)
+    if probe.profiler:
+        probe.profiler.disable()
+    wall = time.perf_counter() - start
+    llm = report.llm or {}
+    plan = getattr(probe.last_outcome, "plan", None)
+    sent = {p for c in (plan.calls if plan else []) for p in c.notes}
+    return {
+        "status": report.status, "wall_s": wall, "model_calls": client.calls - calls_before,
+        "recorded_calls": llm.get("calls", 0), "prompt_tokens": llm.get("prompt_tokens", 0),
+        "completion_tokens": llm.get("completion_tokens", 0), "changed_notes": llm.get("changed_notes"),
+        "complete": llm.get("complete"), "stopped": llm.get("stopped"), "error": llm.get("error"),
+        "groups": plan.groups_total if plan else 0, "notes_sent": len(sent),
+        "skipped_groups": len(plan.skipped) if plan else 0, "truncated_notes": len(plan.truncated) if plan else 0,
+        "llm_s": probe.seconds.get("llm", 0.0), "select_s": probe.seconds.get("select", 0.0),
+        "redact_s": probe.seconds.get("redact", 0.0), "count_s": client.counting - counting_before,
+        "model_s": client.seconds - model_before, "proposals": report.count("pending"),
+    }  # fmt: skip
+
+
+def run_size(n: int, seed: int, tmp: Path, count: Callable[[str], int], probe: Probe, profile: bool) -> dict[str, Any]:
+    root, db = tmp / f"store-{n}", tmp / f"state-{n}.db"
+    start = time.perf_counter()
+    planted = generate_store(root, n, seed)
+    out: dict[str, Any] = {"notes": n, "store_mb": planted.total_bytes / 1e6, "generate_s": time.perf_counter() - start}
+    out["baseline"] = baseline_tokens(root, count)
+    client = EmptyReplies(count)
+    settings = ModelSettings(model="bench/empty-replies", tokens_per_call=6000, tokens_per_pass=10**12)
+    config = dataclasses.replace(adhoc_store(root, "deepcode"), llm=settings)
+    app = App(Config(), f"sqlite:///{db}", clock=lambda: NOW, model_client=lambda _settings: client)
+    app.engine()  # migrations are not part of any pass
+    probe.profiler = cProfile.Profile() if profile else None
+    out["pass1"] = one_pass(app, config, client, probe)
+    out["edited"] = len(edit_sample(root, planted.notes, seed))
+    out["pass2"] = one_pass(app, config, client, probe)
+    out["pass3"] = one_pass(app, config, client, probe)
+    with app.engine().connect() as conn:
+        store_id = repo.find_store(conn, config.name).id
+        out["changed_after"] = len(changed_since_last_llm_pass(conn, store_id, observe(config).view))
+    app.close()
+    out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # sizes run smallest first
+    if probe.profiler:
+        out["hotspots"] = hotspots(probe.profiler)
+    return out
+
+
+def hotspots(profiler: cProfile.Profile, limit: int = 15) -> list[str]:
+    stats = pstats.Stats(profiler)
+    rows = sorted(stats.stats.items(), key=lambda kv: kv[1][2], reverse=True)[:limit]  # type: ignore[attr-defined]
+    return [f"{tt:8.2f}s own {ct:8.2f}s cum  {Path(f).name}:{line} {name}" for (f, line, name), (_, _, tt, ct, _) in rows]
+
+
+def verdict(ok: bool) -> str:
+    return "PASS" if ok else "MISS"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="Benchmark the LLM planner's tokens per pass against the dump-everything prompt.")
+    parser.add_argument("--sizes", default="100,1000,10000", help="store sizes, comma-separated (default 100,1000,10000)")
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--counter", choices=("litellm", "chars"), default="litellm", help="token counter for both sides (default litellm)")
+    parser.add_argument("--profile", action="store_true", help="run the passes of the largest store under cProfile (slower)")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="write every figure as JSON")
+    args = parser.parse_args()
+    configure()  # warnings only, on stderr
+    sizes = [int(s) for s in args.sizes.split(",")]
+    count, counter_name, import_s = make_counter(args.counter)
+    probe = Probe()
+    probe.wrap(passes, "plan_with_model", "llm", keep=True)
+    probe.wrap(planner_module, "select", "select")
+    probe.wrap(planner_module, "redact", "redact")
+    out: dict[str, Any] = {"seed": args.seed, "counter": counter_name, "counter_import_s": import_s, "python": sys.version.split()[0], "sizes": []}
+    print(f"token counter: {counter_name} (import {import_s:.1f} s, not in any figure)", flush=True)
+    with tempfile.TemporaryDirectory(prefix="dreamd-bench-llm-") as tmp:
+        for n in sizes:
+            result = run_size(n, args.seed, Path(tmp), count, probe, args.profile and n == max(sizes))
+            out["sizes"].append(result)
+            print(f"  {n} notes done: passes {result['pass1']['wall_s']:.1f} s, {result['pass2']['wall_s']:.1f} s, {result['pass3']['wall_s']:.1f} s", flush=True)
+    ok = report(out, max(sizes))
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, default=str) + "\n")
+    assert all(r["pass3"]["model_calls"] == 0 for r in out["sizes"]), "an unchanged store made model calls"
+    sys.exit(0 if ok else 1)
+
+
+def report(out: dict[str, Any], largest: int) -> bool:
+    rows: list[tuple[str, str, str, str]] = []
+    ok_all = True
+
+    def add(label: str, value: str, target: str = "", ok: bool | None = None) -> None:
+        nonlocal ok_all
+        ok_all = ok_all and ok is not False
+        rows.append((label, value, target, "" if ok is None else verdict(ok)))
+
+    for r in out["sizes"]:
+        n, base = r["notes"], r["baseline"]
+        add(f"{n} notes ({r['store_mb']:.1f} MB)", f"baseline prompt {base['tokens']:,} tokens ({base['notes']} notes + {base['system_tokens']:,} system)")
+        add("  peak RSS of the process so far", f"{r['maxrss_mb']:.0f} MB")
+        for key, title in (("pass1", "pass 1, all notes new"), ("pass2", f"pass 2, {r['edited']} notes edited"), ("pass3", "pass 3, unchanged")):
+            p = r[key]
+            add(f"  {title}", f"{p['model_calls']:,} calls, {p['prompt_tokens']:,} prompt + {p['completion_tokens']:,} completion tokens [{p['status']}]")
+            if p["status"] != "skipped":
+                add("    wall: whole pass / its LLM part", f"{p['wall_s']:.2f} s / {p['llm_s']:.2f} s")
+                add("    in the LLM part: selection / redaction / counting / fake model",
+                    f"{p['select_s']:.2f} s / {p['redact_s']:.2f} s / {p['count_s']:.2f} s / {p['model_s']:.2f} s")
+                add("    changed notes -> groups -> notes sent", f"{p['changed_notes']} -> {p['groups']:,} -> {p['notes_sent']:,}"
+                    + (f" ({p['skipped_groups']} groups skipped, {p['truncated_notes']} notes cut)" if p["skipped_groups"] or p["truncated_notes"] else ""))  # fmt: skip
+                stop = p["stopped"] or p["error"]
+                add("    LLM part complete", "yes" if p["complete"] else f"no: {stop}", "no budget stop", p["complete"] is True and not stop if key == "pass2" else None)
+            else:
+                add("    wall", f"{p['wall_s']:.3f} s")
+            if key == "pass1":
+                share = (p["prompt_tokens"] + p["completion_tokens"]) / base["tokens"]
+                add("    tokens / baseline", f"{share:.1%} (not a target)")
+        p2 = r["pass2"]
+        share = (p2["prompt_tokens"] + p2["completion_tokens"]) / r["baseline"]["tokens"]
+        r["pass2_share"] = share
+        add("  pass 2 tokens / baseline", f"{share:.2%}", f"<= {TARGET_SHARE:.0%} at {largest}" if n == largest else "", share <= TARGET_SHARE if n == largest else None)
+        add("  pass 2 saw exactly the edited notes", f"{p2['changed_notes']} of {r['edited']}", "", p2["changed_notes"] == r["edited"])
+        add("  pass 3 model calls", f"{r['pass3']['model_calls']}", "exactly 0", r["pass3"]["model_calls"] == 0)
+        add("  notes changed since last complete LLM pass, after pass 3", f"{r['changed_after']}", "0", r["changed_after"] == 0)
+    width = max(len(x[0]) for x in rows)
+    value_width = min(75, max(len(x[1]) for x in rows))
+    for label, value, target, ok in rows:
+        print(f"{label:<{width}}  {value:<{value_width}}  {target:<18} {ok}".rstrip())
+    for r in out["sizes"]:
+        for line in r.get("hotspots", []):
+            print(line)
+    return ok_all
+
+
+if __name__ == "__main__":
+    main()
