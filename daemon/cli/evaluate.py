@@ -4,11 +4,28 @@
 
     v          1
     corpus     the folder given; planner: "rules" | "llm"; labeled: bool
-    stores     [{store, preset, proposals (number), counts, score}]; score is null when unlabeled
+    stores     [{store, preset, proposals (number), counts, score, llm}]; score is null when
+               unlabeled, llm null for the rules planner
     counts     over all stores: {kind: {state: number}} (states: pending, refused, suppressed, duplicate)
     overall    the summed score, null when unlabeled
     destructive  number of destructive false positives (0 when unlabeled)
-    sample     [{store, kind, state, title, rationale, notes, retired, lossy, diff_head}]
+    llm        null for the rules planner; else the model and its usage over all stores:
+               {model, replay, record, recorded_model, calls, prompt_tokens, completion_tokens,
+               cost, truncated, replay_misses, model_proposals, seconds, failed: [store],
+               coverage (labeled): {merge|retire: {sent, expected}}}
+    sample     [{store, kind, state, source, title, rationale, reason, notes, retired, lossy, diff_head}];
+               source: the detector or model:<model>; reason: why refused (else null)
+
+A store's ``llm`` is ``{calls, prompt_tokens, completion_tokens, cost, truncated, replay_misses,
+model_proposals, stopped, seconds, error}``: cost is null when the model has no price; ``truncated``
+counts replies cut off at max_output_tokens (none of such a reply is used); ``stopped``
+says where a token or cost budget ended the store's model calls; ``error`` is the one line of a
+model failure (the store then counts as proposing nothing); ``replay_misses`` counts requests a
+recording had no reply for (each yields no proposal); ``model_proposals`` the pending proposals
+that came from the model (the rest of the llm planner's are the detectors'). On a labeled store it
+also has ``coverage``: ``{merge: {sent, expected}, retire: {sent, expected}}``, the labeled merge
+groups whose notes one model call held together, and the labeled retirements whose note was sent
+at all: what the candidate selection let the model see (a case never sent, no model can find).
 
 A score is ``{kinds: {merge|supersede|soft-expire|retire|reindex: {tp, fp, fn, precision, recall}},
 refused, lossy, destructive: [{kind, title, notes}], false_positives: [{kind, notes}],
@@ -50,7 +67,7 @@ def pick_sample(stores: list[Any], n: int) -> list[tuple[str, Any]]:
 
 
 def _sample_json(store: str, p: Any) -> dict[str, Any]:
-    return {"store": store, "kind": p.kind, "state": p.state, "title": p.title, "rationale": p.rationale,
+    return {"store": store, "kind": p.kind, "state": p.state, "source": p.source, "title": p.title, "rationale": p.rationale, "reason": p.reason,
             "notes": list(p.notes), "retired": list(p.retired), "lossy": p.lossy, "diff_head": p.diff.splitlines()[:DIFF_LINES]}  # fmt: skip
 
 
@@ -60,9 +77,9 @@ def report_json(report: Any, sample: list[tuple[str, Any]]) -> dict[str, Any]:
     return {
         "v": 1, "corpus": str(report.corpus), "planner": report.planner, "labeled": report.labeled,
         "stores": [{"store": s.name, "preset": s.preset, "proposals": len(s.proposals), "counts": counts(s.proposals),
-                    "score": s.score.as_dict() if s.score else None} for s in report.stores],
+                    "score": s.score.as_dict() if s.score else None, "llm": s.llm} for s in report.stores],
         "counts": counts(everything), "overall": overall.as_dict() if overall else None,
-        "destructive": len(overall.destructive) if overall else 0,
+        "destructive": len(overall.destructive) if overall else 0, "llm": report.llm,
         "sample": [_sample_json(store, p) for store, p in sample],
     }  # fmt: skip
 
@@ -103,10 +120,39 @@ def _unlabeled_text(report: Any) -> list[str]:
     return lines
 
 
+def _num(value: Any) -> str:
+    return "-" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:.4f}"
+
+
+def model_line(report: Any) -> str:
+    m = report.model
+    if m["replay"]:
+        made = f", recorded from {m['recorded_model']}" if m["recorded_model"] else ""
+        return f"model: {m['model']}, replayed from {m['replay']}{made} (no network)"
+    return f"model: {m['model']}" + (f"; replies recorded to {m['record']}" if m["record"] else "")
+
+
+def _llm_text(report: Any) -> list[str]:
+    """Model calls, tokens and cost per store and overall; failures and budget stops."""
+    width = max([len(s.name) for s in report.stores] + [7]) + 2
+    lines = ["", "model calls per store (cost '-': the model has no price)", f"{'store':<{width}}{'calls':<7}{'prompt':<10}{'completion':<12}{'cost':<10}{'model proposals':<17}{'truncated':<11}replay misses"]
+    total = report.llm
+    for name, u in [(s.name, s.llm or {}) for s in report.stores] + [("overall", total)]:
+        cells = [_num(u.get("calls", 0)), _num(u.get("prompt_tokens", 0)), _num(u.get("completion_tokens", 0)), _num(u.get("cost"))]
+        lines.append(f"{name:<{width}}{cells[0]:<7}{cells[1]:<10}{cells[2]:<12}{cells[3]:<10}{u.get('model_proposals', 0):<17}{u.get('truncated', 0):<11}{u.get('replay_misses', 0)}")
+    if total.get("coverage"):
+        c = total["coverage"]
+        lines.append(f"labeled cases the model was shown: merge groups {c['merge']['sent']}/{c['merge']['expected']} (all notes in one call), retirements {c['retire']['sent']}/{c['retire']['expected']}")
+    lines += [f"  {s.name}: budget: {s.llm['stopped']}" for s in report.stores if s.llm and s.llm.get("stopped")]
+    lines += [f"  {s.name}: FAILED: {s.error}" for s in report.failed]
+    return lines
+
+
 def _sample_text(sample: list[tuple[str, Any]]) -> list[str]:
     lines = ["", f"sample of {len(sample)} proposals:"] if sample else []
     for store, p in sample:
         lines += ["", f"[{store}] {p.kind} [{p.state}]{' LOSSY' if p.lossy else ''} {p.title}", f"  why: {p.rationale}"]
+        lines += [f"  {p.state}: {p.reason}"] if p.reason and p.state != "pending" else []
         lines += [f"  | {line}" for line in p.diff.splitlines()[:DIFF_LINES]]
     return lines
 
@@ -117,8 +163,15 @@ def _sample_text(sample: list[tuple[str, Any]]) -> list[str]:
 @click.option("--preset", metavar="NAME", help="Unlabeled corpus: the preset of stores not under a folder named after one.")
 @click.option("--sample", type=click.IntRange(min=0), help="Proposals to show for reading [default: 5 unlabeled, 0 labeled].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (keys: see daemon/cli/evaluate.py).")
+@click.option("--model", metavar="NAME", help="llm: a litellm model string, e.g. openai/gpt-4o-mini [default: the config's [llm] model].")
+@click.option("--api-base", metavar="URL", help="llm: an OpenAI-compatible server, e.g. http://127.0.0.1:8770/v1.")
+@click.option("--api-key-env", metavar="VAR", help="llm: the NAME of the environment variable holding the key.")
+@click.option("--llm-option", "llm_options", metavar="KEY=VALUE", multiple=True, help="llm: any [llm] key, e.g. tokens_per_call=2500 (repeatable).")
+@click.option("--replay", metavar="FILE", type=click.Path(dir_okay=False), help="llm: answer from a recording (no network), with the settings it was made with.")
+@click.option("--record", metavar="FILE", type=click.Path(dir_okay=False), help="llm: save the model's replies (and the settings) to FILE, for --replay.")
 @click.pass_context
-def eval_command(ctx: click.Context, corpus: str, planner: str, preset: str | None, sample: int | None, as_json: bool) -> None:
+def eval_command(ctx: click.Context, corpus: str, planner: str, preset: str | None, sample: int | None, as_json: bool, model: str | None,
+                 api_base: str | None, api_key_env: str | None, llm_options: tuple[str, ...], replay: str | None, record: str | None) -> None:  # fmt: skip
     """Score a planner, in dry run, against labeled stores: an oracle for memory tidiness.
 
     CORPUS holds store folders. With a NAME.labels.toml beside a folder NAME/ (expected merges,
@@ -128,26 +181,55 @@ def eval_command(ctx: click.Context, corpus: str, planner: str, preset: str | No
     (e.g. CORPUS/claude-code/STORE/), it counts proposals per kind and shows a sample.
     Nothing is written: no store file, no database.
 
-    Exit codes: 0 done; 9 a labeled corpus got destructive false positives; 2 bad labels or
-    usage; 7 the planner failed.
+    --planner llm runs a pass with a model (the detectors' proposals and the model's) over
+    every note of each store, in bounded groups, and reports model calls, tokens and cost per
+    store. The model: --model/--api-base/--api-key-env/--llm-option, else the global [llm] of
+    --config FILE; --replay FILE answers from a recording instead (no network); --record FILE
+    saves a live model's replies for such replays. A model failure on one store is reported on
+    that store, and the others still run.
+
+    Exit codes: 0 done; 9 a labeled corpus got destructive false positives; 7 the model failed
+    on a store (after the full report); 2 bad labels, model settings or usage.
     """
     from pathlib import Path
 
     from daemon.config import load_config
-    from daemon.service.evaluate import run_eval
+    from daemon.core.errors import ConfigError
+    from daemon.service.evaluate import eval_model, parse_options, run_eval
 
     config = load_config(ctx.obj.config_path)
-    report = run_eval(Path(corpus), planner=planner, config=config, preset=preset)
+    given = [name for name, value in (("--model", model), ("--api-base", api_base), ("--api-key-env", api_key_env),
+                                      ("--llm-option", llm_options), ("--replay", replay), ("--record", record)) if value]  # fmt: skip
+    llm = None
+    if planner == "rules" and given:
+        raise ConfigError(f"{given[0]} is for --planner llm", hint="add --planner llm, or leave it out")
+    if planner == "llm":
+        options = parse_options(llm_options)
+        chosen_model = eval_model(config, model=model, api_base=api_base, api_key_env=api_key_env, options=options, replay=replay, record=record)
+        llm = chosen_model.planner(config)
+    completed = False
+    try:
+        report = run_eval(Path(corpus), planner=planner, config=config, preset=preset, llm=llm)
+        completed = True
+    finally:
+        if llm is not None:
+            chosen_model.finish(completed)
     chosen = pick_sample(report.stores, sample if sample is not None else (0 if report.labeled else 5))
     if as_json:
         emit_json(report_json(report, chosen))
     else:
         kind = "labeled" if report.labeled else "unlabeled"
-        click.echo(f"eval of {corpus}: {planner} planner, {len(report.stores)} {kind} stores (dry run: nothing written)\n")
+        click.echo(f"eval of {corpus}: {planner} planner, {len(report.stores)} {kind} stores (dry run: nothing written)")
+        click.echo((model_line(report) + "\n") if report.model else "")
         table = _labeled_text(report) if report.labeled else _unlabeled_text(report)
+        table += _llm_text(report) if report.model else []
         click.echo("\n".join(table + _sample_text(chosen)))
+    for store in report.failed:
+        click.echo(f"eval: {store.name}: {store.error}", err=True)
     if report.labeled and report.overall.destructive:
         ctx.exit(9)
+    if report.failed:
+        ctx.exit(7)
 
 
 COMMANDS = [eval_command]

@@ -16,234 +16,65 @@ Scoring (``score``); refused proposals are never predictions, they are counted a
 - reindex (only when labeled): one unit per store, proposed vs expected.
 - lossy: merges marked lossy. destructive: proposals that would retire a ``keep`` note (for a
   merge, one it retires; a keep note may be the survivor).
+- a proposal in state ``duplicate`` (the same change proposed twice in one pass, e.g. by a
+  detector and by the model) is shown but not scored, as a pass would record it once.
 
 Precision is tp / (tp + fp), recall tp / (tp + fn); None when the denominator is 0.
+
+The LLM planner (``llm_planner``) is a pass with a model, in dry run: the detectors' proposals
+and the model's, validated alike. The database does not exist, so every note counts as
+changed and the whole store is offered to the model in bounded groups. For every store the
+eval reports model calls, tokens and cost; a model failure is that store's one-line error and
+the eval goes on. Two things make a recording replay exactly (``--record`` then ``--replay``):
+reply keys are the sorted corpus-relative paths of the notes sent (``store/a.md|store/b.md``:
+two stores never share a key), and packing counts ~4 characters a token whatever the client,
+so the groups are the same with a live model and with its recording. The settings that shape
+packing and budgets are written into the recording (``"settings"``) and used again on replay.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import json
 import tempfile
+import time
 import tomllib
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from daemon.config import Config, StoreConfig, adhoc_store
 from daemon.core.errors import ConfigError, PlannerError
-from daemon.core.proposals import MERGE, REFUSED, REINDEX, SOFT_EXPIRE, SUPERSEDE, Draft
+from daemon.core.proposals import PENDING
+from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
 from daemon.service.context import App, utcnow
 from daemon.stores.presets import PRESETS, get_preset
-
-RETIRE = "retire"
-SCORED = (MERGE, SUPERSEDE, SOFT_EXPIRE, RETIRE, REINDEX)
-SUFFIX = ".labels.toml"
-_KEYS = {"": {"preset", "now", "description", "reindex", "keep", "merge", "retire"}, "merge": {"notes", "why"}, "retire": {"note", "kind", "why"}}
-
-
-class PlannedLike(Protocol):
-    """What a planner gives the oracle: a Planned's draft and diff, and the state it would enter."""
-
-    draft: Draft
-    diff: str
-    state: str
-
-
-PlannerRun = Callable[[StoreConfig, dt.datetime], list[PlannedLike]]
-
-
-@dataclass(frozen=True)
-class Labels:
-    name: str
-    store: Path
-    preset: str
-    now: dt.datetime | None
-    merges: tuple[frozenset[str], ...]
-    retire: dict[str, str]  # note -> supersede | soft-expire
-    keep: frozenset[str]
-    reindex: bool | None = None
-    description: str = ""
-
-
-def _check(ok: bool, where: str, message: str) -> None:
-    if not ok:
-        raise ConfigError(f"{where}: {message}")
-
-
-def _tables(where: str, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
-    value = raw.get(key, [])
-    _check(isinstance(value, list) and all(isinstance(e, dict) for e in value), where, f"'{key}' must be an array of tables ([[{key}]])")
-    for n, entry in enumerate(value, 1):
-        _known(f"{where}: {key} {n}", entry, key)
-    return value
-
-
-def _known(where: str, entry: dict[str, Any], key: str) -> None:
-    unknown = sorted(set(entry) - _KEYS[key])
-    _check(not unknown, where, f"unknown key {', '.join(map(repr, unknown))} (allowed: {', '.join(sorted(_KEYS[key]))})")
-
-
-def _paths(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-
-
-def load_labels(path: str | Path) -> Labels:
-    """Read ``<store>.labels.toml``; a one-line ConfigError for anything wrong in it."""
-    path = Path(path)
-    where = f"labels {path}"
-    _check(path.name.endswith(SUFFIX), where, f"a labels file is named <store>{SUFFIX}")
-    store = path.with_name(path.name[: -len(SUFFIX)])
-    try:
-        raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{where} cannot be read: {exc.__class__.__name__}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{where} is not valid TOML: {exc}") from None
-    _known(where, raw, "")
-    _check(store.is_dir(), where, f"no store folder {store.name}/ beside it")
-    _check(isinstance(raw.get("preset"), str), where, f"'preset' is required ({', '.join(sorted(PRESETS))})")
-    get_preset(raw["preset"])
-    now = raw.get("now")
-    try:
-        now = dt.datetime.fromisoformat(now.replace("Z", "+00:00")) if isinstance(now, str) else now
-    except ValueError:
-        now = ""
-    _check(now is None or isinstance(now, dt.datetime), where, "'now' must be an ISO time, e.g. 2026-04-01T09:00:00Z")
-    now = now.replace(tzinfo=dt.timezone.utc) if now and now.tzinfo is None else now
-    _check(raw.get("reindex") in (None, True, False), where, "'reindex' must be true or false")
-    _check(_paths(raw.get("keep", [])), where, "'keep' must be a list of note paths")
-    keep = frozenset(raw.get("keep", []))
-    merges: list[frozenset[str]] = []
-    for n, entry in enumerate(_tables(where, raw, "merge"), 1):
-        notes = entry.get("notes")
-        _check(_paths(notes) and len(set(notes)) > 1, where, f"merge {n}: 'notes' must list 2 or more distinct note paths")
-        _check(not any(set(notes) & g for g in merges), where, f"merge {n} shares a note with another group")
-        _check(len(keep & set(notes)) < 2, where, f"merge {n} holds 2 'keep' notes: no merge could keep both")
-        merges.append(frozenset(notes))
-    grouped = frozenset().union(*merges)
-    retire: dict[str, str] = {}
-    for n, entry in enumerate(_tables(where, raw, "retire"), 1):
-        note, kind = entry.get("note"), entry.get("kind")
-        _check(isinstance(note, str) and kind in (SUPERSEDE, SOFT_EXPIRE), where, f"retire {n} needs 'note' and 'kind' = \"supersede\" or \"soft-expire\"")
-        _check(note not in retire and note not in grouped and note not in keep, where, f"retire {n}: {note} is also labeled elsewhere (retire, merge or keep)")
-        retire[note] = kind
-    root = store.resolve()
-    for note in sorted(keep | grouped | set(retire)):
-        plain = not {"", ".", ".."} & set(note.split("/")) and not (root / note).is_symlink()  # as the scan names notes
-        _check(plain and (root / note).resolve().is_relative_to(root) and (root / note).is_file(), where, f"names {note!r}, which is not a file of {store.name}/")
-    return Labels(store.name, store, raw["preset"], now, tuple(merges), retire, keep, raw.get("reindex"), str(raw.get("description", "")))
-
-
-@dataclass(frozen=True)
-class Predicted:
-    """A proposal reduced to what scoring needs, and what a reader of the sample wants."""
-
-    kind: str
-    notes: tuple[str, ...]  # survivor first
-    retired: tuple[str, ...]
-    lossy: bool = False
-    state: str = "pending"
-    title: str = ""
-    rationale: str = ""
-    diff: str = ""
-
-
-def predicted(item: PlannedLike) -> Predicted:
-    d = item.draft
-    return Predicted(d.kind, d.notes, tuple(p for p in d.retire if p != d.survivor), d.lossy, item.state, d.title, d.rationale, item.diff)
-
-
-@dataclass
-class Counts:
-    tp: int = 0
-    fp: int = 0
-    fn: int = 0
-
-    @property
-    def precision(self) -> float | None:
-        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
-
-    @property
-    def recall(self) -> float | None:
-        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
-
-    def __add__(self, other: Counts) -> Counts:
-        return Counts(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
-
-    def as_dict(self) -> dict[str, Any]:
-        p, r = self.precision, self.recall
-        return {"tp": self.tp, "fp": self.fp, "fn": self.fn, "precision": p if p is None else round(p, 3), "recall": r if r is None else round(r, 3)}
-
-
-@dataclass
-class Score:
-    kinds: dict[str, Counts] = field(default_factory=lambda: {k: Counts() for k in SCORED})
-    refused: int = 0
-    lossy: int = 0
-    destructive: list[dict[str, Any]] = field(default_factory=list)  # {kind, title, notes: the keep notes it retires}
-    false_positives: list[dict[str, Any]] = field(default_factory=list)  # {kind, notes}
-    missed: list[dict[str, Any]] = field(default_factory=list)  # {kind, notes}
-
-    def __add__(self, other: Score) -> Score:
-        return Score({k: self.kinds[k] + other.kinds[k] for k in SCORED}, self.refused + other.refused, self.lossy + other.lossy,
-                     self.destructive + other.destructive, self.false_positives + other.false_positives, self.missed + other.missed)  # fmt: skip
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"kinds": {k: c.as_dict() for k, c in self.kinds.items()}, "refused": self.refused, "lossy": self.lossy,
-                "destructive": self.destructive, "false_positives": self.false_positives, "missed": self.missed}  # fmt: skip
-
-
-def score(labels: Labels, proposals: list[Predicted]) -> Score:
-    """Score one store's proposals against its labels (rules in the module docstring)."""
-    out = Score(refused=sum(p.state == REFUSED for p in proposals))
-    live = [p for p in proposals if p.state != REFUSED]
-    out.lossy = sum(p.kind == MERGE and p.lossy for p in live)
-    out.destructive = [{"kind": p.kind, "title": p.title, "notes": sorted(set(p.retired) & labels.keep)} for p in live if set(p.retired) & labels.keep]
-    unmatched = set(labels.merges)
-    for group in (frozenset(p.notes) for p in live if p.kind == MERGE):
-        matched = group in unmatched
-        unmatched.discard(group)
-        out.kinds[MERGE].tp += matched
-        out.kinds[MERGE].fp += not matched
-        out.false_positives += [] if matched else [{"kind": MERGE, "notes": sorted(group)}]
-    out.kinds[MERGE].fn = len(unmatched)
-    out.missed += [{"kind": MERGE, "notes": sorted(g)} for g in sorted(unmatched, key=sorted)]
-    made = {(note, p.kind) for p in live if p.kind in (SUPERSEDE, SOFT_EXPIRE) for note in p.retired}
-    expected = set(labels.retire.items())
-    for note, kind in sorted(made | expected):
-        hit = (note, kind) in made and (note, kind) in expected
-        counts = out.kinds[kind]
-        counts.tp, counts.fp, counts.fn = counts.tp + hit, counts.fp + ((note, kind) not in expected), counts.fn + ((note, kind) not in made)
-        if not hit:
-            (out.false_positives if (note, kind) in made else out.missed).append({"kind": kind, "notes": [note]})
-    out.kinds[RETIRE] = out.kinds[SUPERSEDE] + out.kinds[SOFT_EXPIRE]
-    if labels.reindex is not None:
-        made_reindex = any(p.kind == REINDEX for p in live)
-        out.kinds[REINDEX] = Counts(int(made_reindex and labels.reindex), int(made_reindex and not labels.reindex), int(labels.reindex and not made_reindex))
-    return out
-
-
-@dataclass
-class StoreResult:
-    name: str
-    preset: str
-    proposals: list[Predicted]
-    score: Score | None = None  # None: the store has no labels
-
-
-@dataclass
-class EvalReport:
-    corpus: Path
-    planner: str
-    labeled: bool
-    stores: list[StoreResult]
-
-    @property
-    def overall(self) -> Score | None:
-        return sum((s.score for s in self.stores if s.score), Score()) if self.labeled else None
-
+from daemon.service.scoring import (  # noqa: F401 - re-exported: the eval's public names
+    Counts,
+    DUPLICATE,
+    EvalReport,
+    Labels,
+    NOT_PREDICTED,
+    PlannedLike,
+    PlannerResult,
+    PlannerRun,
+    Predicted,
+    RETIRE,
+    SCORED,
+    SUFFIX,
+    Score,
+    StoreResult,
+    USAGE,
+    _check,
+    coverage,
+    load_labels,
+    predicted,
+    score,
+    sum_usage,
+)
 
 def rules_planner(config: Config | None = None, app_factory: Callable[[dt.datetime], App] | None = None) -> PlannerRun:
     """The detectors via ``run_pass(dry_run=True)`` on a database that does not exist: reads only."""
@@ -260,9 +91,190 @@ def rules_planner(config: Config | None = None, app_factory: Callable[[dt.dateti
     return run
 
 
-def llm_planner(config: Config) -> PlannerRun:
-    """The LLM planner as a PlannerRun (a dry run, nothing written): the seam the LLM pass wires."""
-    raise PlannerError("the LLM planner is not wired into eval yet", hint="use --planner rules, or give run_eval an llm= PlannerRun")
+class _StoreClient:
+    """The model as one store's eval pass sees it: reply keys scoped by the store's name, usage
+    metered, and no ``count_tokens`` (packing estimates ~4 characters a token, the same whether
+    the answers come live or from a recording)."""
+
+    def __init__(self, inner: Any, scope: str) -> None:
+        self.inner, self.scope = inner, scope
+        self.requests = self.prompt_tokens = self.completion_tokens = self.misses = self.truncated = 0
+        self.costs: list[float | None] = []
+        self.sent: list[frozenset[str]] = []
+
+    def complete(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse:
+        self.requests += 1
+        self.sent += [frozenset(request.key.split("|"))] if request.key and not request.extra_messages else []
+        key = "|".join(f"{self.scope}/{p}" for p in request.key.split("|")) if request.key else ""
+        response = self.inner.complete(replace(request, key=key), settings)
+        self.prompt_tokens += response.prompt_tokens
+        self.completion_tokens += response.completion_tokens
+        self.costs.append(response.cost)
+        self.misses += response.meta.get("replay") == "miss"
+        self.truncated += response.finish_reason == "length"  # cut at max_output_tokens: none of it is used
+        return response
+
+    def usage(self) -> dict[str, Any]:
+        cost = None if not self.costs or None in self.costs else round(sum(c for c in self.costs if c is not None), 6)
+        return {"calls": self.requests, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": cost, "truncated": self.truncated}
+
+
+class LLMRun:
+    """The LLM planner as a PlannerRun: ``run_pass(dry_run=True)`` with ``store.llm`` set and the
+    App's model client injected, on a database that does not exist (reads only)."""
+
+    def __init__(self, config: Config, settings: ModelSettings, client: Any, describe: Mapping[str, Any] | None = None) -> None:
+        self.config, self.settings, self.client = config, settings, client
+        self.model = {"model": settings.model, "replay": None, "record": None, "recorded_model": None, **(describe or {})}
+
+    def __call__(self, store: StoreConfig, now: dt.datetime) -> PlannerResult:
+        from daemon.service.passes import run_pass
+
+        meter = _StoreClient(self.client, store.name)
+        absent = Path(tempfile.gettempdir()) / f"dreamd-eval-{uuid.uuid4().hex}" / "absent.db"
+        app = App(config=self.config, db_url=f"sqlite:///{absent}", clock=lambda: now, model_client=lambda _settings: meter)
+        started = time.monotonic()
+        try:
+            report = run_pass(app, replace(store, llm=self.settings), dry_run=True)
+        except PlannerError as exc:
+            usage = {**meter.usage(), "replay_misses": meter.misses, "model_proposals": 0, "stopped": None}
+            return PlannerResult([], {**usage, "seconds": round(time.monotonic() - started, 1), "error": exc.one_line()}, exc.one_line(), meter.sent)
+        finally:
+            app.close()
+        items = _once([replace(o.planned, state=o.state) for o in report.outcomes])
+        stats = report.llm or {}
+        usage = {k: stats.get(k, 0) for k in USAGE} | {"cost": stats.get("cost"), "truncated": meter.truncated, "replay_misses": meter.misses}
+        mine = sum(i.state == PENDING and i.draft.source.startswith("model:") for i in items)
+        extra = {"model_proposals": mine, "stopped": stats.get("stopped"), "seconds": round(time.monotonic() - started, 1), "error": None}
+        return PlannerResult(items, usage | extra, sent=meter.sent)
+
+
+def _once(items: list[Any]) -> list[Any]:
+    """A change proposed twice in one pass (a detector and the model agreeing) counts once:
+    the later ones become ``duplicate``, as a recorded pass would store them."""
+    seen: set[str] = set()
+    out = []
+    for item in items:
+        key = getattr(item, "key", None)
+        if item.state == PENDING and key:
+            if key in seen:
+                item = replace(item, state=DUPLICATE, reason="the same change is proposed earlier in this pass")
+            seen.add(key)
+        out.append(item)
+    return out
+
+
+def llm_planner(config: Config, *, settings: ModelSettings | None = None, client: Any = None, describe: Mapping[str, Any] | None = None) -> LLMRun:
+    """The LLM planner over ``settings`` (default: the config's global ``[llm]``) through
+    ``client`` (default: litellm); a one-line ConfigError when no model is configured."""
+    settings = settings or config.llm
+    if settings is None:
+        raise ConfigError("--planner llm needs a model, and none is configured", hint=NO_MODEL_HINT)
+    if client is None:
+        from daemon.llm.litellm_client import LiteLLMClient
+
+        client = LiteLLMClient()
+    return LLMRun(config, settings, client, describe)
+
+
+NO_MODEL_HINT = "give --model NAME (with --api-base URL for a local server), --replay FILE, or an [llm] table in the --config file"
+# what shapes the groups, the packing and the budgets: a replay must use the recording's values
+RECORDED = ("model", "api_base", "temperature", "timeout_s", "retries", "max_output_tokens", "tokens_per_call", "tokens_per_pass", "cost_per_pass")
+
+
+@dataclass
+class EvalModel:
+    """The model an eval runs with: its settings, the client, and what to say about it."""
+
+    settings: ModelSettings
+    client: Any
+    replay: Path | None = None
+    record: Path | None = None
+    recorded_model: str | None = None
+
+    def describe(self) -> dict[str, Any]:
+        return {"model": self.settings.model, "replay": _shown(self.replay), "record": _shown(self.record), "recorded_model": self.recorded_model}
+
+    def planner(self, config: Config) -> LLMRun:
+        return llm_planner(config, settings=self.settings, client=self.client, describe=self.describe())
+
+    def finish(self, completed: bool = True) -> None:
+        """After a recording run, finished or not: the file holds the settings its replay
+        needs (and exists even when no call was needed, unless the run failed before any)."""
+        if self.record is None or not (completed or self.record.exists()):
+            return
+        from daemon.llm.fakes import ReplayModel
+
+        if not self.record.exists():
+            ReplayModel(model=self.settings.model).save(self.record)
+        data = json.loads(self.record.read_text(encoding="utf-8"))
+        data["settings"] = {k: v for k, v in dataclasses.asdict(self.settings).items() if k in RECORDED and v is not None}
+        tmp = self.record.with_name(self.record.name + ".tmp")
+        tmp.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        tmp.replace(self.record)
+
+
+def _shown(path: Path | None) -> str | None:
+    return None if path is None else str(path)
+
+
+def parse_options(pairs: list[str] | tuple[str, ...]) -> dict[str, Any]:
+    """``KEY=VALUE`` pairs of ``[llm]`` keys; VALUE is read as TOML (2500, 0.2, true), else as a string."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        _check(bool(sep and key.strip()), f"--llm-option {pair!r}", "must be KEY=VALUE, e.g. tokens_per_call=2500")
+        try:
+            out[key.strip()] = tomllib.loads(f"v = {value.strip()}")["v"]
+        except tomllib.TOMLDecodeError:
+            out[key.strip()] = value.strip()
+    return out
+
+
+def eval_model(
+    config: Config,
+    *,
+    model: str | None = None,
+    api_base: str | None = None,
+    api_key_env: str | None = None,
+    options: Mapping[str, Any] | None = None,
+    replay: str | Path | None = None,
+    record: str | Path | None = None,
+    client: Any = None,
+) -> EvalModel:
+    """Settings, first wins: the options given here, a replay file's recorded settings, the
+    config's global ``[llm]``. ``replay``: answers from that file, no network; ``record``: a
+    live client (``client``, default litellm) whose answers are saved to that file."""
+    from daemon.config import _parse_llm
+    from daemon.llm.fakes import RecordingClient, ReplayModel
+
+    _check(not (replay and record), "eval", "--replay and --record exclude each other (a replay makes no call to record)")
+    raw: dict[str, Any] = {k: v for k, v in dataclasses.asdict(config.llm).items() if v is not None} if config.llm else {}
+    recorded_model = None
+    if replay is not None:
+        replay = Path(replay)
+        replayed = ReplayModel.load(replay)
+        recorded = json.loads(replay.read_text(encoding="utf-8")).get("settings")
+        _check(recorded is None or isinstance(recorded, dict), f"replay file {replay}", "'settings' must be an object")
+        raw |= {k: v for k, v in (recorded or {}).items() if k in RECORDED}
+        recorded_model = replayed.model or str(raw.get("model") or "") or None
+        raw.setdefault("model", recorded_model or "replay")
+        client = replayed
+    raw |= dict(options or {})
+    raw |= {k: v for k, v in (("model", model), ("api_base", api_base), ("api_key_env", api_key_env)) if v is not None}
+    if not raw.get("model"):
+        raise ConfigError("--planner llm needs a model, and none is configured", hint=NO_MODEL_HINT)
+    settings = _parse_llm(raw, "eval", Path.cwd())
+    if replay is None:
+        if client is None:
+            from daemon.llm.litellm_client import LiteLLMClient
+
+            client = LiteLLMClient()
+        if record is not None:
+            record = Path(record)
+            _check(record.parent.is_dir(), f"--record {record}", "its folder does not exist")
+            client = RecordingClient(client, record)
+    return EvalModel(settings, client, replay, None if record is None else Path(record), recorded_model)
 
 
 def find_stores(corpus: Path, preset: str | None = None) -> list[tuple[Path, str]]:
@@ -285,14 +297,17 @@ def run_eval(corpus: str | Path, *, planner: str = "rules", config: Config | Non
     corpus = Path(corpus)
     _check(corpus.is_dir(), f"eval corpus {corpus}", "not a folder")
     _check(planner in ("rules", "llm"), f"planner {planner!r}", "unknown (use rules or llm)")
+    labels = [load_labels(p) for p in sorted(corpus.glob(f"*{SUFFIX}"))]
     run = rules_planner(config, app_factory) if planner == "rules" else (llm or llm_planner(config or Config()))
     clock = now or utcnow()
-    labels = [load_labels(p) for p in sorted(corpus.glob(f"*{SUFFIX}"))]
+    stores = [(lab.name, lab.store, lab.preset, lab.now or clock, lab) for lab in labels]
+    stores += [(root.relative_to(corpus).as_posix() if root != corpus else root.name, root, name, clock, None) for root, name in ([] if labels else find_stores(corpus, preset))]
     results = []
-    for lab in labels:
-        got = [predicted(item) for item in run(adhoc_store(lab.store, lab.preset), lab.now or clock)]
-        results.append(StoreResult(lab.name, lab.preset, got, score(lab, got)))
-    for root, name in [] if labels else find_stores(corpus, preset):
-        got = [predicted(item) for item in run(adhoc_store(root, name), clock)]
-        results.append(StoreResult(root.relative_to(corpus).as_posix() if root != corpus else root.name, name, got))
-    return EvalReport(corpus, planner, bool(labels), results)
+    for name, root, preset_name, at, lab in stores:
+        # named as in the report: the LLM planner scopes its reply keys by it
+        done = run(replace(adhoc_store(root, preset_name), name=name), at)
+        done = done if isinstance(done, PlannerResult) else PlannerResult(list(done))
+        got = [predicted(item) for item in done.items]
+        llm_stats = done.llm if done.sent is None or lab is None else {**(done.llm or {}), "coverage": coverage(lab, done.sent)}
+        results.append(StoreResult(name, preset_name, got, score(lab, got) if lab else None, llm_stats, done.error))
+    return EvalReport(corpus, planner, bool(labels), results, getattr(run, "model", None) if planner == "llm" else None)

@@ -8,8 +8,8 @@ from pathlib import Path
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
 SCORE_KEYS = {"kinds", "refused", "lossy", "destructive", "false_positives", "missed"}
 COUNT_KEYS = {"tp", "fp", "fn", "precision", "recall"}
-TOP_KEYS = {"v", "corpus", "planner", "labeled", "stores", "counts", "overall", "destructive", "sample"}
-SAMPLE_KEYS = {"store", "kind", "state", "title", "rationale", "notes", "retired", "lossy", "diff_head"}
+TOP_KEYS = {"v", "corpus", "planner", "labeled", "stores", "counts", "overall", "destructive", "llm", "sample"}
+SAMPLE_KEYS = {"store", "kind", "state", "source", "title", "rationale", "reason", "notes", "retired", "lossy", "diff_head"}
 
 
 def test_json_of_a_labeled_corpus(cli):
@@ -17,13 +17,13 @@ def test_json_of_a_labeled_corpus(cli):
     assert done.code == 0, done.err
     out = json.loads(done.out)
     assert set(out) == TOP_KEYS
-    assert (out["v"], out["planner"], out["labeled"], out["destructive"], out["sample"]) == (1, "rules", True, 0, [])
+    assert (out["v"], out["planner"], out["labeled"], out["destructive"], out["sample"], out["llm"]) == (1, "rules", True, 0, [], None)
     assert set(out["overall"]) == SCORE_KEYS
     assert set(out["overall"]["kinds"]) == {"merge", "supersede", "soft-expire", "retire", "reindex"}
     assert out["overall"]["kinds"]["merge"] == {"tp": 5, "fp": 1, "fn": 5, "precision": 0.833, "recall": 0.5}
     assert [s["store"] for s in out["stores"]] == sorted(s["store"] for s in out["stores"])
     for store in out["stores"]:
-        assert set(store) == {"store", "preset", "proposals", "counts", "score"}
+        assert set(store) == {"store", "preset", "proposals", "counts", "score", "llm"} and store["llm"] is None
         assert all(set(c) == COUNT_KEYS for c in store["score"]["kinds"].values())
     assert out["counts"]["merge"] == {"pending": 6}
 
@@ -80,7 +80,3 @@ def test_bad_labels_exit_2_with_one_line(cli, make_store, tmp_path):
     assert done.code == 2 and done.out == ""
     assert done.err.startswith("error[config]: labels ") and "names 'b.md'" in done.err and done.err.count("\n") == 1
 
-
-def test_llm_planner_not_wired_exits_7(cli):
-    done = cli("eval", str(EXAMPLES), "--planner", "llm")
-    assert done.code == 7 and "not wired" in done.err

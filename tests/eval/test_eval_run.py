@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.core.errors import ConfigError, PlannerError
+from daemon.core.errors import ConfigError
 from daemon.core.proposals import Draft
 from daemon.service.evaluate import find_stores, run_eval
 from daemon.service.proposing import Planned
@@ -90,7 +90,7 @@ class Fake:
 
 
 def test_llm_planner_is_an_injected_hook(tmp_path):
-    """--planner llm scores whatever the hook returns; with no hook wired it fails as a planner error."""
+    """--planner llm scores whatever the hook returns; with no hook and no model configured it is a config error."""
     seen = []
 
     def hook(store, now):
@@ -108,7 +108,7 @@ def test_llm_planner_is_an_injected_hook(tmp_path):
     webapp = next(s for s in report.stores if s.name == "claude-code-webapp").score
     assert triples(webapp, ("merge", "supersede")) == {"merge": (1, 1, 0), "supersede": (1, 0, 3)}
     assert (webapp.refused, webapp.lossy, [d["notes"] for d in webapp.destructive]) == (1, 1, [["reference_postgres_port.md"]])
-    with pytest.raises(PlannerError, match="not wired"):
+    with pytest.raises(ConfigError, match="needs a model"):
         run_eval(EXAMPLES, planner="llm")
     with pytest.raises(ConfigError):
         run_eval(EXAMPLES, planner="magic")

@@ -1,0 +1,278 @@
+"""Labels and scoring for the oracle (``dreamd eval``): pure, no I/O beyond reading labels.
+
+See ``daemon.service.evaluate`` for the labels format and the scoring rules.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from daemon.config import StoreConfig
+from daemon.core.errors import ConfigError
+from daemon.core.proposals import MERGE, REFUSED, REINDEX, SOFT_EXPIRE, SUPERSEDE, Draft
+from daemon.stores.presets import PRESETS, get_preset
+
+RETIRE = "retire"
+SCORED = (MERGE, SUPERSEDE, SOFT_EXPIRE, RETIRE, REINDEX)
+SUFFIX = ".labels.toml"
+_KEYS = {"": {"preset", "now", "description", "reindex", "keep", "merge", "retire"}, "merge": {"notes", "why"}, "retire": {"note", "kind", "why"}}
+
+
+class PlannedLike(Protocol):
+    """What a planner gives the oracle: a Planned's draft and diff, and the state it would enter."""
+
+    draft: Draft
+    diff: str
+    state: str
+
+
+@dataclass
+class PlannerResult:
+    """What a planner made of one store, when it has more to say than its proposals."""
+
+    items: list[PlannedLike]
+    llm: dict[str, Any] | None = None  # model calls, tokens, cost (see LLMRun)
+    error: str | None = None  # one line: the planner failed on this store
+    sent: list[frozenset[str]] | None = None  # the notes of each model call (store paths)
+
+
+PlannerRun = Callable[[StoreConfig, dt.datetime], "list[PlannedLike] | PlannerResult"]
+DUPLICATE = "duplicate"
+NOT_PREDICTED = (REFUSED, DUPLICATE)
+
+
+@dataclass(frozen=True)
+class Labels:
+    name: str
+    store: Path
+    preset: str
+    now: dt.datetime | None
+    merges: tuple[frozenset[str], ...]
+    retire: dict[str, str]  # note -> supersede | soft-expire
+    keep: frozenset[str]
+    reindex: bool | None = None
+    description: str = ""
+
+
+def _check(ok: bool, where: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"{where}: {message}")
+
+
+def _tables(where: str, raw: dict[str, Any], key: str) -> list[dict[str, Any]]:
+    value = raw.get(key, [])
+    _check(isinstance(value, list) and all(isinstance(e, dict) for e in value), where, f"'{key}' must be an array of tables ([[{key}]])")
+    for n, entry in enumerate(value, 1):
+        _known(f"{where}: {key} {n}", entry, key)
+    return value
+
+
+def _known(where: str, entry: dict[str, Any], key: str) -> None:
+    unknown = sorted(set(entry) - _KEYS[key])
+    _check(not unknown, where, f"unknown key {', '.join(map(repr, unknown))} (allowed: {', '.join(sorted(_KEYS[key]))})")
+
+
+def _paths(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+def load_labels(path: str | Path) -> Labels:
+    """Read ``<store>.labels.toml``; a one-line ConfigError for anything wrong in it."""
+    path = Path(path)
+    where = f"labels {path}"
+    _check(path.name.endswith(SUFFIX), where, f"a labels file is named <store>{SUFFIX}")
+    store = path.with_name(path.name[: -len(SUFFIX)])
+    try:
+        raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{where} cannot be read: {exc.__class__.__name__}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{where} is not valid TOML: {exc}") from None
+    _known(where, raw, "")
+    _check(store.is_dir(), where, f"no store folder {store.name}/ beside it")
+    _check(isinstance(raw.get("preset"), str), where, f"'preset' is required ({', '.join(sorted(PRESETS))})")
+    get_preset(raw["preset"])
+    now = raw.get("now")
+    try:
+        now = dt.datetime.fromisoformat(now.replace("Z", "+00:00")) if isinstance(now, str) else now
+    except ValueError:
+        now = ""
+    _check(now is None or isinstance(now, dt.datetime), where, "'now' must be an ISO time, e.g. 2026-04-01T09:00:00Z")
+    now = now.replace(tzinfo=dt.timezone.utc) if now and now.tzinfo is None else now
+    _check(raw.get("reindex") in (None, True, False), where, "'reindex' must be true or false")
+    _check(_paths(raw.get("keep", [])), where, "'keep' must be a list of note paths")
+    keep = frozenset(raw.get("keep", []))
+    merges: list[frozenset[str]] = []
+    for n, entry in enumerate(_tables(where, raw, "merge"), 1):
+        notes = entry.get("notes")
+        _check(_paths(notes) and len(set(notes)) > 1, where, f"merge {n}: 'notes' must list 2 or more distinct note paths")
+        _check(not any(set(notes) & g for g in merges), where, f"merge {n} shares a note with another group")
+        _check(len(keep & set(notes)) < 2, where, f"merge {n} holds 2 'keep' notes: no merge could keep both")
+        merges.append(frozenset(notes))
+    grouped = frozenset().union(*merges)
+    retire: dict[str, str] = {}
+    for n, entry in enumerate(_tables(where, raw, "retire"), 1):
+        note, kind = entry.get("note"), entry.get("kind")
+        _check(isinstance(note, str) and kind in (SUPERSEDE, SOFT_EXPIRE), where, f"retire {n} needs 'note' and 'kind' = \"supersede\" or \"soft-expire\"")
+        _check(note not in retire and note not in grouped and note not in keep, where, f"retire {n}: {note} is also labeled elsewhere (retire, merge or keep)")
+        retire[note] = kind
+    root = store.resolve()
+    for note in sorted(keep | grouped | set(retire)):
+        plain = not {"", ".", ".."} & set(note.split("/")) and not (root / note).is_symlink()  # as the scan names notes
+        _check(plain and (root / note).resolve().is_relative_to(root) and (root / note).is_file(), where, f"names {note!r}, which is not a file of {store.name}/")
+    return Labels(store.name, store, raw["preset"], now, tuple(merges), retire, keep, raw.get("reindex"), str(raw.get("description", "")))
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """A proposal reduced to what scoring needs, and what a reader of the sample wants."""
+
+    kind: str
+    notes: tuple[str, ...]  # survivor first
+    retired: tuple[str, ...]
+    lossy: bool = False
+    state: str = "pending"
+    title: str = ""
+    rationale: str = ""
+    diff: str = ""
+    source: str = ""  # a detector's name, or model:<model>
+    reason: str | None = None  # why it was refused (or is a duplicate)
+
+
+def predicted(item: PlannedLike) -> Predicted:
+    d = item.draft
+    retired = tuple(p for p in d.retire if p != d.survivor)
+    return Predicted(d.kind, d.notes, retired, d.lossy, item.state, d.title, d.rationale, item.diff, d.source, getattr(item, "reason", None))
+
+
+@dataclass
+class Counts:
+    tp: int = 0
+    fp: int = 0
+    fn: int = 0
+
+    @property
+    def precision(self) -> float | None:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+    def __add__(self, other: Counts) -> Counts:
+        return Counts(self.tp + other.tp, self.fp + other.fp, self.fn + other.fn)
+
+    def as_dict(self) -> dict[str, Any]:
+        p, r = self.precision, self.recall
+        return {"tp": self.tp, "fp": self.fp, "fn": self.fn, "precision": p if p is None else round(p, 3), "recall": r if r is None else round(r, 3)}
+
+
+@dataclass
+class Score:
+    kinds: dict[str, Counts] = field(default_factory=lambda: {k: Counts() for k in SCORED})
+    refused: int = 0
+    lossy: int = 0
+    destructive: list[dict[str, Any]] = field(default_factory=list)  # {kind, title, notes: the keep notes it retires}
+    false_positives: list[dict[str, Any]] = field(default_factory=list)  # {kind, notes}
+    missed: list[dict[str, Any]] = field(default_factory=list)  # {kind, notes}
+
+    def __add__(self, other: Score) -> Score:
+        return Score({k: self.kinds[k] + other.kinds[k] for k in SCORED}, self.refused + other.refused, self.lossy + other.lossy,
+                     self.destructive + other.destructive, self.false_positives + other.false_positives, self.missed + other.missed)  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kinds": {k: c.as_dict() for k, c in self.kinds.items()}, "refused": self.refused, "lossy": self.lossy,
+                "destructive": self.destructive, "false_positives": self.false_positives, "missed": self.missed}  # fmt: skip
+
+
+def score(labels: Labels, proposals: list[Predicted]) -> Score:
+    """Score one store's proposals against its labels (rules in the module docstring)."""
+    out = Score(refused=sum(p.state == REFUSED for p in proposals))
+    live = [p for p in proposals if p.state not in NOT_PREDICTED]
+    out.lossy = sum(p.kind == MERGE and p.lossy for p in live)
+    out.destructive = [{"kind": p.kind, "title": p.title, "notes": sorted(set(p.retired) & labels.keep)} for p in live if set(p.retired) & labels.keep]
+    unmatched = set(labels.merges)
+    for group in (frozenset(p.notes) for p in live if p.kind == MERGE):
+        matched = group in unmatched
+        unmatched.discard(group)
+        out.kinds[MERGE].tp += matched
+        out.kinds[MERGE].fp += not matched
+        out.false_positives += [] if matched else [{"kind": MERGE, "notes": sorted(group)}]
+    out.kinds[MERGE].fn = len(unmatched)
+    out.missed += [{"kind": MERGE, "notes": sorted(g)} for g in sorted(unmatched, key=sorted)]
+    made = {(note, p.kind) for p in live if p.kind in (SUPERSEDE, SOFT_EXPIRE) for note in p.retired}
+    expected = set(labels.retire.items())
+    for note, kind in sorted(made | expected):
+        hit = (note, kind) in made and (note, kind) in expected
+        counts = out.kinds[kind]
+        counts.tp, counts.fp, counts.fn = counts.tp + hit, counts.fp + ((note, kind) not in expected), counts.fn + ((note, kind) not in made)
+        if not hit:
+            (out.false_positives if (note, kind) in made else out.missed).append({"kind": kind, "notes": [note]})
+    out.kinds[RETIRE] = out.kinds[SUPERSEDE] + out.kinds[SOFT_EXPIRE]
+    if labels.reindex is not None:
+        made_reindex = any(p.kind == REINDEX for p in live)
+        out.kinds[REINDEX] = Counts(int(made_reindex and labels.reindex), int(made_reindex and not labels.reindex), int(labels.reindex and not made_reindex))
+    return out
+
+
+@dataclass
+class StoreResult:
+    name: str
+    preset: str
+    proposals: list[Predicted]
+    score: Score | None = None  # None: the store has no labels
+    llm: dict[str, Any] | None = None  # the model's calls, tokens, cost on this store
+    error: str | None = None  # the planner failed here: scored as if it proposed nothing
+
+
+@dataclass
+class EvalReport:
+    corpus: Path
+    planner: str
+    labeled: bool
+    stores: list[StoreResult]
+    model: dict[str, Any] | None = None  # which model (or recording) answered: LLMRun.describe()
+
+    @property
+    def overall(self) -> Score | None:
+        return sum((s.score for s in self.stores if s.score), Score()) if self.labeled else None
+
+    @property
+    def failed(self) -> list[StoreResult]:
+        return [s for s in self.stores if s.error]
+
+    @property
+    def llm(self) -> dict[str, Any] | None:
+        """The model's usage summed over the stores, with which model it was; None for rules."""
+        if self.model is None:
+            return None
+        return {**self.model, **sum_usage([s.llm for s in self.stores if s.llm]), "failed": [s.name for s in self.failed]}
+
+
+USAGE = ("calls", "prompt_tokens", "completion_tokens")
+
+
+def coverage(labels: Labels, sent: list[frozenset[str]]) -> dict[str, dict[str, int]]:
+    """How many labeled cases the model was shown at all: a merge group when one call held all
+    its notes, a retirement when a call held the note. What was never sent, no model can find:
+    the candidate selection's share of the misses."""
+    merges = sum(any(group <= call for call in sent) for group in labels.merges)
+    retire = sum(any(note in call for call in sent) for note in labels.retire)
+    return {"merge": {"sent": merges, "expected": len(labels.merges)}, "retire": {"sent": retire, "expected": len(labels.retire)}}
+
+
+def sum_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """calls and tokens summed; cost null when a call had no price (or no call was made)."""
+    out: dict[str, Any] = {k: sum(p.get(k) or 0 for p in parts) for k in (*USAGE, "truncated", "replay_misses", "model_proposals")}
+    priced = [p.get("cost") for p in parts if p.get("calls")]
+    out["cost"] = round(sum(priced), 6) if priced and None not in priced else None
+    out["seconds"] = round(sum(p.get("seconds") or 0.0 for p in parts), 1)
+    shown = [p["coverage"] for p in parts if p.get("coverage")]
+    if shown:
+        out["coverage"] = {k: {n: sum(c[k][n] for c in shown) for n in ("sent", "expected")} for k in ("merge", "retire")}
+    return out

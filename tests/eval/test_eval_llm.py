@@ -1,0 +1,258 @@
+"""``dreamd eval --planner llm``: the harness end to end with recorded replies (no network),
+model settings and their errors, recording, replay misses, and a model failing on one store."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from daemon.config import Config
+from daemon.core.errors import ConfigError, ModelTransientError
+from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
+from daemon.service.evaluate import eval_model, parse_options, run_eval
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
+RECORDING = EXAMPLES / "replies" / "local-qwen.json"
+NOTE = re.compile(r'<note id="(n\d+)" path="([^"]+)"')
+
+# The llm planner (detectors + model) replaying Qwen2.5-Coder-1.5B's answers, recorded with
+# tokens_per_call 2500 and max_output_tokens 700 (bench/eval_llm.md). Measured: the model made
+# 5 proposals (and a 6th reply was cut off at 700 tokens); all 5 were refused by the planner's
+# checks, 4 for a quote not verbatim in its note, so the scored figures are the detectors'.
+LLM_KINDS = {
+    "merge": {"tp": 5, "fp": 1, "fn": 5, "precision": 0.833, "recall": 0.5},
+    "supersede": {"tp": 2, "fp": 0, "fn": 7, "precision": 1.0, "recall": 0.222},
+    "soft-expire": {"tp": 3, "fp": 0, "fn": 1, "precision": 1.0, "recall": 0.75},
+    "retire": {"tp": 5, "fp": 0, "fn": 8, "precision": 1.0, "recall": 0.385},
+    "reindex": {"tp": 3, "fp": 0, "fn": 0, "precision": 1.0, "recall": 1.0},
+}
+LLM_TOTALS = {"calls": 6, "prompt_tokens": 8431, "completion_tokens": 2355, "truncated": 1, "model_proposals": 0, "replay_misses": 0}
+REFUSED_PER_STORE = {"claude-code-webapp": 1, "cline-shop": 1, "deepcode-billing": 1, "deepcode-pipeline": 0, "generic-ops": 1, "serena-goasync": 1}
+
+
+
+def ids_of(request: ModelRequest) -> dict[str, str]:
+    """path -> id of the notes in a request's prompt."""
+    return {path: i for i, path in NOTE.findall(request.user)}
+
+
+class Scripted:
+    """A stand-in for litellm: when the two oldest progress notes of claude-code-webapp are sent,
+    proposes that the newer supersedes the older (a labeled retirement the detectors miss);
+    nothing elsewhere; fails on the stores named in ``fail``; every request kept."""
+
+    def __init__(self, fail: tuple[str, ...] = (), cost: float | None = None) -> None:
+        self.fail, self.cost = fail, cost
+        self.requests: list[tuple[ModelRequest, ModelSettings]] = []
+
+    def __call__(self) -> Scripted:  # used in place of the LiteLLMClient class
+        return self
+
+    def complete(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse:
+        self.requests.append((request, settings))
+        if request.key.split("/")[0] in self.fail:
+            raise ModelTransientError("model openai/scripted: HTTP 503 (gave up after 1 attempts)")
+        ids = ids_of(request)
+        proposals = []
+        old, new = "project_progress_0302.md", "project_progress_0304.md"
+        if {old, new} <= set(ids):
+            proposals.append({
+                "kind": "supersede", "notes": [ids[new], ids[old]], "survivor": None, "newer": ids[new], "merged_body": None,
+                "rationale": "The newer progress note gives the current test counts.", "confidence": 0.8, "dropped": [],
+                "evidence": [{"note": ids[old], "quote": "212 tests passing, 3 failing"}, {"note": ids[new], "quote": "231 tests passing, 0 failing"}],
+            })  # fmt: skip
+        text = json.dumps({"v": 1, "proposals": proposals})
+        return ModelResponse(text, "stop", 1000, 50, self.cost, 0.01, settings.model)
+
+
+@pytest.fixture
+def scripted(monkeypatch: pytest.MonkeyPatch):
+    """Install a Scripted client where eval would build litellm's (no network, no litellm import)."""
+
+    def install(**kwargs) -> Scripted:
+        fake = Scripted(**kwargs)
+        monkeypatch.setattr("daemon.llm.litellm_client.LiteLLMClient", fake)
+        return fake
+
+    return install
+
+
+def test_replayed_local_qwen_scores_exactly(cli):
+    """The recorded replies of a real model (Qwen2.5-Coder-1.5B via llama.cpp) replayed: the
+    whole harness, with its exact figures; nothing reaches the network."""
+    done = cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--json")
+    assert done.code == 0, done.err
+    out = json.loads(done.out)
+    assert out["planner"] == "llm" and out["labeled"]
+    llm = out["llm"]
+    assert (llm["model"], llm["replay"], llm["record"], llm["recorded_model"]) == ("openai/local-qwen", str(RECORDING), None, "openai/local-qwen")
+    assert {k: llm[k] for k in LLM_TOTALS} == LLM_TOTALS
+    assert llm["failed"] == [] and llm["cost"] is None
+    # what candidate selection showed the model: 3 paraphrased pairs never shared a call
+    assert llm["coverage"] == {"merge": {"sent": 7, "expected": 10}, "retire": {"sent": 11, "expected": 13}}
+    assert out["overall"]["kinds"] == LLM_KINDS
+    assert (out["overall"]["refused"], out["overall"]["lossy"], out["destructive"]) == (5, 0, 0)
+    assert {s["store"]: s["score"]["refused"] for s in out["stores"]} == REFUSED_PER_STORE
+    assert all(s["llm"]["calls"] == 1 and s["llm"]["error"] is None and s["llm"]["stopped"] is None for s in out["stores"])
+    assert next(s for s in out["stores"] if s["store"] == "deepcode-pipeline")["llm"]["truncated"] == 1
+    assert out["counts"]["merge"] == {"pending": 6, "refused": 2} and out["counts"]["supersede"] == {"pending": 2, "refused": 3}
+
+
+def test_llm_without_a_model_is_one_config_line(cli):
+    done = cli("eval", str(EXAMPLES), "--planner", "llm")
+    assert done.code == 2 and done.out == ""
+    assert done.err.startswith("error[config]: --planner llm needs a model") and done.err.count("\n") == 1
+    assert "--model NAME" in done.err and "--replay FILE" in done.err
+
+
+def test_a_missing_key_yields_nothing_for_that_group(cli, tmp_path):
+    """A recording without one store's reply: that store gets no model proposal (a replay
+    miss, counted), so only the detectors' proposals are scored there; the rest replay as before."""
+    data = json.loads(RECORDING.read_text())
+    dropped = [k for k in data["replies"] if k.startswith("generic-ops/")]
+    assert dropped
+    for key in dropped:
+        del data["replies"][key]
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps(data))
+    full = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--json").out)
+    rules = json.loads(cli("eval", str(EXAMPLES), "--json").out)
+    out = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(partial), "--json").out)
+    by_name = lambda report: {s["store"]: s for s in report["stores"]}  # noqa: E731
+    ops = by_name(out)["generic-ops"]
+    assert ops["llm"]["replay_misses"] == len(dropped) and ops["llm"]["model_proposals"] == 0 and ops["llm"]["error"] is None
+    assert ops["score"]["kinds"] == by_name(rules)["generic-ops"]["score"]["kinds"]  # the detectors' alone
+    assert out["llm"]["replay_misses"] == len(dropped)
+    others = {n: s["score"] for n, s in by_name(out).items() if n != "generic-ops"}
+    assert others == {n: s["score"] for n, s in by_name(full).items() if n != "generic-ops"}
+
+
+def test_record_then_replay_gives_the_same_report(cli, scripted, tmp_path):
+    """--record saves every reply and the settings that shaped the calls; --replay of that file,
+    with no model option at all, makes the same groups and scores the same."""
+    fake = scripted()
+    recording = tmp_path / "rec.json"
+    live = cli("eval", str(EXAMPLES), "--planner", "llm", "--model", "openai/scripted", "--api-base", "http://127.0.0.1:9/v1",
+               "--llm-option", "tokens_per_call=1500", "--llm-option", "max_output_tokens=300", "--record", str(recording), "--json")  # fmt: skip
+    assert live.code == 0, live.err
+    first = json.loads(live.out)
+    assert first["llm"]["record"] == str(recording) and first["llm"]["model"] == "openai/scripted"
+    assert len(fake.requests) == first["llm"]["calls"] > 6  # 1,500 tokens a call: some stores need two
+    settings = fake.requests[0][1]
+    assert (settings.tokens_per_call, settings.max_output_tokens, settings.api_base) == (1500, 300, "http://127.0.0.1:9/v1")
+    saved = json.loads(recording.read_text())
+    assert saved["model"] == "openai/scripted" and len(saved["replies"]) == len(fake.requests)
+    assert saved["settings"]["tokens_per_call"] == 1500 and saved["settings"]["max_output_tokens"] == 300
+    assert all(key.split("/")[0] in {s["store"] for s in first["stores"]} for key in saved["replies"])
+    webapp = next(s for s in first["stores"] if s["store"] == "claude-code-webapp")
+    assert webapp["llm"]["model_proposals"] == 1 and webapp["score"]["kinds"]["supersede"]["tp"] == 1
+
+    fake.requests.clear()
+    again = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(recording), "--json").out)
+    assert fake.requests == []  # no live client was asked
+    assert again["llm"]["replay_misses"] == 0 and again["llm"]["recorded_model"] == "openai/scripted"
+    assert [s["score"] for s in again["stores"]] == [s["score"] for s in first["stores"]]
+    assert {k: again["llm"][k] for k in ("calls", "prompt_tokens", "completion_tokens")} == {k: first["llm"][k] for k in ("calls", "prompt_tokens", "completion_tokens")}
+
+
+def test_a_model_failure_is_one_store_line_and_the_rest_runs(cli, scripted):
+    """503 on cline-shop: that store says so in one line and proposes nothing; the others are
+    scored as usual; the full report is printed and the exit code is 7."""
+    scripted(fail=("cline-shop",))
+    done = cli("eval", str(EXAMPLES), "--planner", "llm", "--model", "openai/scripted")
+    assert done.code == 7
+    assert "model: openai/scripted\n" in done.out and "model calls per store" in done.out
+    assert "  cline-shop: FAILED: error[planner]: the model part of the pass failed: " in done.out
+    assert done.err.count("\n") == 1 and done.err.startswith("eval: cline-shop: error[planner]") and "503" in done.err
+    out = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--model", "openai/scripted", "--json").out)
+    shop = next(s for s in out["stores"] if s["store"] == "cline-shop")
+    assert shop["proposals"] == 0 and shop["llm"]["calls"] == 1 and "503" in shop["llm"]["error"]
+    assert out["llm"]["failed"] == ["cline-shop"]
+    assert all(s["llm"]["error"] is None for s in out["stores"] if s["store"] != "cline-shop")
+    assert sum(s["proposals"] for s in out["stores"]) == 12  # the detectors' 11 elsewhere, and the model's merge
+
+
+def test_model_from_the_config_and_costs_summed(cli, scripted, tmp_path):
+    """The global [llm] of --config names the model; options override it key by key; a priced
+    model's cost is summed per store and overall (null when unpriced: see the replay test)."""
+    fake = scripted(cost=0.0005)
+    config = tmp_path / "dreamd.toml"
+    config.write_text('[llm]\nmodel = "openai/from-config"\napi_base = "http://127.0.0.1:9/v1"\ntokens_per_call = 3000\n')
+    out = json.loads(cli("--config", str(config), "eval", str(EXAMPLES), "--planner", "llm", "--llm-option", "retries=0", "--json").out)
+    settings = fake.requests[0][1]
+    assert (settings.model, settings.api_base, settings.tokens_per_call, settings.retries) == ("openai/from-config", "http://127.0.0.1:9/v1", 3000, 0)
+    assert out["llm"]["model"] == "openai/from-config"
+    assert out["llm"]["cost"] == pytest.approx(0.0005 * len(fake.requests))
+    assert all(s["llm"]["cost"] == pytest.approx(0.0005 * s["llm"]["calls"]) for s in out["stores"])
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--model", "openai/x"), "error[config]: --model is for --planner llm"),
+        (("--planner", "llm", "--replay", "a.json", "--record", "b.json"), "error[config]: eval: --replay and --record exclude each other"),
+        (("--planner", "llm", "--model", "openai/x", "--llm-option", "colour=blue"), "error[config]: eval: llm: unknown key 'colour'"),
+        (("--planner", "llm", "--model", "openai/x", "--llm-option", "retries"), "error[config]: --llm-option 'retries': must be KEY=VALUE"),
+        (("--planner", "llm", "--model", "openai/x", "--llm-option", "retries=-1"), "error[config]: eval: llm.retries must be a non-negative"),
+        (("--planner", "llm", "--replay", "/nonexistent/r.json"), "error[config]: replay file /nonexistent/r.json"),
+        (("--planner", "llm", "--model", "openai/x", "--record", "/nonexistent/r.json"), "error[config]: --record /nonexistent/r.json: its folder does not exist"),
+    ],
+)
+def test_bad_model_options_exit_2_with_one_line(cli, args, message):
+    done = cli("eval", str(EXAMPLES), *args)
+    assert done.code == 2 and done.out == ""
+    assert done.err.startswith(message) and done.err.count("\n") == 1
+
+
+def test_text_report_names_the_replayed_model(cli):
+    done = cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--sample", "20")
+    assert f"model: openai/local-qwen, replayed from {RECORDING}, recorded from openai/local-qwen (no network)" in done.out
+    assert "\nmodel calls per store (cost '-': the model has no price)\n" in done.out
+    assert re.search(r"\noverall +6 +8,431 +2,355 +- +0 +1 +0\n", done.out)
+    assert "labeled cases the model was shown: merge groups 7/10 (all notes in one call), retirements 11/13" in done.out
+    assert "] supersede [refused] " in done.out and "  refused: evidence quote " in done.out  # the sample says why
+
+
+def test_service_api_and_option_parsing():
+    assert parse_options(["tokens_per_call=2500", "api_base=http://h:1/v1", "temperature=0.2"]) == {
+        "tokens_per_call": 2500, "api_base": "http://h:1/v1", "temperature": 0.2,
+    }  # fmt: skip
+    with pytest.raises(ConfigError, match="needs a model"):
+        eval_model(Config())
+    model = eval_model(Config(), replay=RECORDING)
+    assert model.settings.model == "openai/local-qwen" and model.describe()["replay"] == str(RECORDING)
+    report = run_eval(EXAMPLES, planner="llm", llm=model.planner(Config()))
+    assert report.model == model.describe() and report.llm["failed"] == []
+
+
+def test_a_replayed_llm_eval_writes_nothing(monkeypatch, tmp_path, snapshot_tree):
+    """Like the rules eval: store bytes, mtimes and listings unchanged; no database or temp file;
+    the recording itself untouched."""
+    import tempfile
+
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    before, recording = snapshot_tree(EXAMPLES), RECORDING.read_bytes()
+    model = eval_model(Config(), replay=RECORDING)
+    run_eval(EXAMPLES, planner="llm", llm=model.planner(Config()))
+    model.finish()  # not a recording: a no-op
+    assert snapshot_tree(EXAMPLES) == before and RECORDING.read_bytes() == recording
+    assert list(temp.iterdir()) == [] and not (tmp_path / "xdg-state").exists()
+
+
+def test_an_unlabeled_corpus_with_the_llm_planner(make_store, tmp_path):
+    """Counts and usage, no score and no coverage; reply keys are scoped by the store's folder."""
+    progress = "---\nupdated_at: 2026-03-0{}\n---\nCurrent state: {} tests passing, {} failing.\n"
+    make_store({"project_progress_0302.md": progress.format(2, 212, 3), "project_progress_0304.md": progress.format(4, 231, 0)}, name="corpus/generic/web")
+    fake = Scripted()
+    model = eval_model(Config(), model="openai/scripted", client=fake)
+    report = run_eval(tmp_path / "corpus", planner="llm", llm=model.planner(Config()))
+    (store,) = report.stores
+    assert (store.name, store.score, store.error) == ("generic/web", None, None)
+    assert [(p.kind, p.state, p.source) for p in store.proposals] == [("supersede", "pending", "model:openai/scripted")]
+    assert "coverage" not in store.llm and report.llm["calls"] == 1 and "coverage" not in report.llm
+    assert fake.requests[0][0].key == "generic/web/project_progress_0302.md|generic/web/project_progress_0304.md"
