@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
+from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
 from daemon.core.errors import ConflictError, ProposalError
@@ -99,20 +100,28 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
             repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=proposal_id)
         log.info("proposal.stale", store=store.name, proposal_id=proposal_id, reason=reason)
         return ApplyResult(proposal_id, store.name, STALE, reason)
-    with engine.begin() as conn:
-        current = repo.get_proposal(conn, store_id, proposal_id)
-        check_transition(current.state, APPLIED, proposal_id)
+    def prepare(conn: Connection) -> None:
+        check_transition(repo.get_proposal(conn, store_id, proposal_id).state, APPLIED, proposal_id)
         # what will be written is stored first: recovery and revert read it from here
         repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after})
-        journal_id = repo.open_journal(conn, store_id, proposal_id, "apply", [s.as_dict() for s in steps], now)
-    journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
-    with engine.begin() as conn:
-        finish_journal(app, conn, store, store_id, proposal_id, journal_id, "apply", steps)
+
+    _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare)
     log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, APPLIED)
 
 
-def _rebase_index(conn, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:  # noqa: ANN001
+def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None) -> None:
+    """Open the journal (after ``prepare``, in the same transaction), write, record the outcome."""
+    with app.engine().begin() as conn:
+        if prepare is not None:
+            prepare(conn)
+        journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock())
+    journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
+    with app.engine().begin() as conn:
+        finish_journal(app, conn, store, store_id, proposal_id, journal_id, operation, steps)
+
+
+def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:
     """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
 
     Every proposal of a pass edits the same index, so applying one would make all the
@@ -170,11 +179,6 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
             f"proposal {proposal_id} cannot be reverted: changed since it was applied: {', '.join(changed)}",
             hint="restore or move those files by hand; dreamd keeps their earlier bytes (dreamd history)",
         )
-    now = app.clock()
-    with engine.begin() as conn:
-        journal_id = repo.open_journal(conn, store_id, proposal_id, "revert", [s.as_dict() for s in steps], now)
-    journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
-    with engine.begin() as conn:
-        finish_journal(app, conn, store, store_id, proposal_id, journal_id, "revert", steps)
+    _journaled(app, store, store_id, proposal_id, "revert", steps, blobs)
     log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, REVERTED)
