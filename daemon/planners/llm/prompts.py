@@ -16,6 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,9 +35,12 @@ _ESCAPED_TAG = re.compile(r"&lt;(?=\s*/?\s*note\b)", re.IGNORECASE)
 
 
 def default_prompt_dir() -> Path:
-    """The shipped templates: the repository's top-level ``prompts/``. The one place
-    that knows where they live, so packaging can move them."""
-    return Path(__file__).resolve().parents[3] / "prompts"
+    """The shipped templates: the checkout's top-level ``prompts/`` (editable installs and
+    tests), else where a wheel installs them (``<prefix>/share/dreamd/prompts``)."""
+    checkout = Path(__file__).resolve().parents[3] / "prompts"
+    if (checkout / "system.j2").is_file():
+        return checkout
+    return Path(sys.prefix) / "share" / "dreamd" / "prompts"
 
 
 def escape_data(text: str) -> str:
