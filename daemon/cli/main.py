@@ -65,9 +65,9 @@ def cli(ctx: click.Context, config: str | None, db: str | None, debug: bool) -> 
 
 
 def _register() -> None:
-    from daemon.cli import evaluate, history, passes, review, writes
+    from daemon.cli import evaluate, history, passes, policy, review, writes
 
-    for module in (passes, review, writes, history, evaluate):
+    for module in (passes, review, writes, history, evaluate, policy):
         for command in module.COMMANDS:
             cli.add_command(command)
 

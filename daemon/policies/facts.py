@@ -1,0 +1,86 @@
+"""Facts about a stored proposal, for the engine: from its view, and its notes' frontmatter.
+
+Frontmatter comes from the blobs the proposal recorded as its base (what the pass saw), so it
+costs one query; a note's age counts from its frontmatter ``updated_at`` (else ``created_at``).
+A note without either has an unknown age, and a rule about age does not match it. ``pinned``
+is true when a note the proposal changes says ``pinned: true``; pinned globs in store settings
+are not looked up here (apply checks them again, whatever decided).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+
+from daemon.core import frontmatter
+from daemon.core.proposals import MERGE, REINDEX, SOFT_EXPIRE, SUPERSEDE
+from daemon.policies.model import Facts, changed_lines
+
+ARCHIVE = ".dreamd-archive/"
+
+
+def facts_of(view: Any, blobs: Mapping[str, bytes] | None = None, now: dt.datetime | None = None, pinned: bool = False) -> Facts:
+    """Facts of a ``ProposalView``; ``blobs`` (hash -> bytes) give frontmatter and ages when known."""
+    base, result = view.base, view.result
+    cited = [e["path"] for e in view.evidence if isinstance(e, dict) and "path" in e]
+    removed = [p for p in sorted(base) if base[p] is not None and result.get(p) is None]
+    notes = tuple(p for p in dict.fromkeys(cited + removed) if not p.startswith(ARCHIVE) and base.get(p, "absent") is not None)
+    if view.kind in (MERGE, SUPERSEDE):
+        retire = tuple(p for p in removed if p in notes or not p.startswith(ARCHIVE))
+    elif view.kind == SOFT_EXPIRE:
+        retire = tuple(p for p in notes if p in result and result[p] != base.get(p))
+    else:
+        retire = ()
+    meta: dict[str, dict[str, Any]] = {}
+    ages: dict[str, float] = {}
+    for note in notes if blobs is not None else ():
+        data = blobs.get(base.get(note) or "")
+        if data is None:
+            continue
+        try:
+            meta[note] = frontmatter.parse(frontmatter.split(data).inner)
+        except Exception:  # noqa: BLE001, S112 - unreadable frontmatter (bad YAML, bad bytes): unknown
+            continue
+        age = _age(meta[note], now)
+        if age is not None:
+            ages[note] = age
+    changed = [n for n in notes if n in meta and result.get(n, base.get(n)) != base.get(n)]
+    pinned = pinned or any(meta[n].get("pinned") is True for n in changed)
+    return Facts(
+        kind=view.kind, source=view.source, confidence=float(view.confidence), lossy=bool(view.lossy),
+        notes=notes if view.kind != REINDEX else tuple(cited), retire=retire,
+        changed_lines=changed_lines(view.diff), frontmatter=meta, ages_days=ages, pinned=pinned,
+    )  # fmt: skip
+
+
+def _age(meta: Mapping[str, Any], now: dt.datetime | None) -> float | None:
+    if now is None:
+        return None
+    for key in ("updated_at", "created_at"):
+        value = meta.get(key)
+        if isinstance(value, dt.datetime):
+            moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+        elif isinstance(value, dt.date):
+            moment = dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+        elif isinstance(value, str):
+            try:
+                moment = dt.datetime.fromisoformat(value)
+            except ValueError:
+                return None
+            moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
+        else:
+            continue
+        return max(0.0, (now - moment).total_seconds() / 86400)
+    return None
+
+
+def load_facts(app: Any, proposal_id: int) -> tuple[Any, Facts]:
+    """(view, facts) of a stored proposal, frontmatter and ages from its recorded base."""
+    from daemon.db import repo
+    from daemon.service.review import get_proposal
+
+    view = get_proposal(app, proposal_id)
+    with app.engine().connect() as conn:
+        blobs = repo.get_blobs(conn, [h for h in view.base.values() if h])
+    return view, facts_of(view, blobs, app.clock())
