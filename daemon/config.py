@@ -20,7 +20,8 @@ from daemon.planners.context import DetectorSettings
 from daemon.stores.presets import StoreSettings, resolve_settings
 
 _TOP_KEYS = {"db", "stores", "planner", "llm"}
-_STORE_KEYS = {"name", "path", "preset", "settings", "llm"}
+_STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply"}
+APPLY_MODES = ("never", "accepted")  # whether a pass applies what its policy accepted
 # [llm] and [stores.llm]: how to reach a model. Keys never live here: api_key_env names
 # the environment variable that holds one.
 _LLM_KEYS = {
@@ -38,6 +39,8 @@ class StoreConfig:
     settings: StoreSettings
     llm: ModelSettings | None = None  # None: the deterministic planner only
     llm_exclude: tuple[str, ...] = ()  # globs of notes never sent to a model
+    policy: Path | None = None  # a policies/*.toml file; None: every proposal waits for a person
+    apply: str = "never"  # "accepted": a pass applies what its policy accepted
 
 
 @dataclass(frozen=True)
@@ -129,7 +132,26 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
     merged = {**llm_raw, **store_llm}  # a store's [stores.llm] keys override the global [llm]
     llm = _parse_llm(merged, f"{where}: store {entry['name']!r}", base) if merged and merged.get("enabled", True) else None
     exclude = tuple(merged.get("exclude", ())) if llm else ()
-    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude)
+    apply = entry.get("apply", "never")
+    if apply not in APPLY_MODES:
+        raise ConfigError(f"{where}: store {entry['name']!r}: apply must be one of {', '.join(APPLY_MODES)}")
+    policy = _policy_path(entry.get("policy"), f"{where}: store {entry['name']!r}", base)
+    if apply == "accepted" and policy is None:
+        raise ConfigError(f"{where}: store {entry['name']!r}: apply = \"accepted\" needs a policy")
+    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude, policy=policy, apply=apply)
+
+
+def _policy_path(value: Any, where: str, base: Path) -> Path | None:
+    """A shipped policy by name (default, strict, trusting) or a file; checked at load."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where}: policy must be a shipped policy name or a file path")
+    from daemon.policies.load import load_policy, shipped_policy
+
+    path = shipped_policy(value) or (base / Path(value).expanduser()).resolve()
+    load_policy(path)  # a bad policy is a bad config: refuse it now, with its line numbers
+    return path
 
 
 def _parse_llm(raw: dict[str, Any], where: str, base: Path) -> ModelSettings:

@@ -395,3 +395,18 @@ def model_calls(conn: Connection, store_id: int, pass_id: int | None = None) -> 
     if pass_id is not None:
         query = query.where(t.model_calls.c.pass_id == pass_id)
     return list(conn.execute(query.order_by(t.model_calls.c.id)))
+
+
+def decisions_since(conn: Connection, store_id: int, actor: str, decision: str, since: dt.datetime) -> int:
+    """How many decisions ``actor`` made on this store since ``since`` (a policy's daily budget)."""
+    from sqlalchemy import func as f
+
+    return int(
+        conn.scalar(
+            select(f.count()).select_from(t.decisions).where(
+                t.decisions.c.store_id == store_id, t.decisions.c.actor == actor,
+                t.decisions.c.decision == decision, t.decisions.c.decided_at >= since,
+            )  # fmt: skip
+        )
+        or 0
+    )

@@ -73,14 +73,3 @@ def _age(meta: Mapping[str, Any], now: dt.datetime | None) -> float | None:
             continue
         return max(0.0, (now - moment).total_seconds() / 86400)
     return None
-
-
-def load_facts(app: Any, proposal_id: int) -> tuple[Any, Facts]:
-    """(view, facts) of a stored proposal, frontmatter and ages from its recorded base."""
-    from daemon.db import repo
-    from daemon.service.review import get_proposal
-
-    view = get_proposal(app, proposal_id)
-    with app.engine().connect() as conn:
-        blobs = repo.get_blobs(conn, [h for h in view.base.values() if h])
-    return view, facts_of(view, blobs, app.clock())

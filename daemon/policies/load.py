@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,18 @@ class PolicyError(ConfigError):
         self.problems = problems
         more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
         super().__init__(problems[0] + more, hint="dreamd policy check FILE lists every problem")
+
+
+SHIPPED = ("default", "strict", "trusting")
+
+
+def shipped_policy(name: str) -> Path | None:
+    """The file of a policy shipped with dreamd: the checkout's policies/, else where a
+    wheel installs them (<prefix>/share/dreamd/policies)."""
+    if name not in SHIPPED:
+        return None
+    checkout = Path(__file__).resolve().parents[2] / "policies" / f"{name}.toml"
+    return checkout if checkout.is_file() else Path(sys.prefix) / "share" / "dreamd" / "policies" / f"{name}.toml"
 
 
 def load_policy(path: str | Path) -> Policy:

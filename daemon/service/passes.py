@@ -23,6 +23,7 @@ from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
 from daemon.service import journal
 from daemon.service.context import App
+from daemon.service.deciding import decide_by_policy
 from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls, unfinished
 from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.recovery import record_external_changes, recover
@@ -59,6 +60,7 @@ class PassReport:
     notes: int = 0
     at: dt.datetime | None = None  # when the pass ran (its proposals' created_at)
     llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
+    policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
@@ -67,13 +69,15 @@ class PassReport:
     def stats(self) -> dict[str, Any]:
         states = ("pending", "refused", "suppressed", "duplicate")
         stats = {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
-        return {**stats, "llm": self.llm} if self.llm is not None else stats
+        extra = {k: v for k, v in (("llm", self.llm), ("policy", self.policy)) if v is not None}
+        return {**stats, **extra}
 
 
 def _fingerprint(app: App, store: StoreConfig) -> str:
     settings = store.settings
     layout = f"{settings.retire_mode}|{settings.archive_dir}|{settings.index_path}|{settings.index_format}|{settings.pinned}"
     model = f";model={store.llm.model}|{store.llm.prompt_dir}|{store.llm_exclude}" if store.llm else ""
+    model += f";policy={store.policy}|{store.apply}" if store.policy else ""
     return f"{planner_fingerprint(DEFAULT_DETECTORS, app.config.planner)};{layout}{model}"
 
 
@@ -145,6 +149,9 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
                 repo.finish_pass(conn, store_id, pass_id, root_hash=scan.root_hash, planner=fingerprint, stats=report.stats)
             raise PlannerError(f"the model part of the pass failed: {llm.error}")
         _store_all(app, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
+    if store.policy is not None:
+        pending = [o.id for o in report.outcomes if o.state == PENDING and o.id is not None]
+        report.policy = decide_by_policy(app, store, store_id, pending).stats()
     with app.engine().begin() as conn:
         next_due = earliest_due(observed.view, now, app.config.planner)
         repo.finish_pass(conn, store_id, pass_id, status="completed", finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)

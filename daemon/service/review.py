@@ -104,8 +104,9 @@ def get_proposal(app: App, proposal_id: int) -> ProposalView:
         return _views(conn, store.name, store_id, [repo.get_proposal(conn, store_id, proposal_id)])[0]
 
 
-def decide(app: App, proposal_id: int, decision: str, reason: str | None = None) -> ProposalView:
-    """Accept or reject one proposal, as ``app.actor`` through ``app.surface``."""
+def decide(app: App, proposal_id: int, decision: str, reason: str | None = None, *, actor: str | None = None) -> ProposalView:
+    """Accept or reject one proposal, as ``actor`` (default ``app.actor``) through ``app.surface``."""
+    actor = actor or app.actor
     new_state = ACCEPTED if decision == "accept" else REJECTED
     store_id, _ = locate(app, proposal_id)
     now = app.clock()
@@ -113,8 +114,8 @@ def decide(app: App, proposal_id: int, decision: str, reason: str | None = None)
         row = repo.get_proposal(conn, store_id, proposal_id)
         check_transition(row.state, new_state, proposal_id)
         repo.set_state(conn, store_id, proposal_id, new_state, now, reason)
-        repo.add_decision(conn, store_id, proposal_id, decision=decision, actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
+        repo.add_decision(conn, store_id, proposal_id, decision=decision, actor=actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
         if new_state == REJECTED:
             repo.add_tombstone(conn, store_id, "change", row.change_key, now, proposal_id=proposal_id, reason=reason)
-        repo.add_event(conn, store_id, f"proposal.{new_state}", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
+        repo.add_event(conn, store_id, f"proposal.{new_state}", actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
     return get_proposal(app, proposal_id)

@@ -1,0 +1,71 @@
+"""The decide step of a pass: a store's policy accepts, rejects or holds each new proposal.
+
+Decisions are recorded like a person's, with the policy as actor (``policy:<name>@<hash>``),
+bound to the proposal's hashes. Held proposals simply stay pending for review. With the
+store's ``apply = "accepted"``, what the policy accepted is applied at the end of the pass,
+through the same compare-and-swap and journal as ``dreamd apply``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from daemon.config import StoreConfig
+from daemon.db import repo
+from daemon.policies.engine import evaluate
+from daemon.policies.facts import facts_of
+from daemon.policies.load import load_policy
+from daemon.policies.model import Counts, Decision, Facts
+from daemon.service.context import App
+from daemon.service.review import decide, get_proposal
+
+
+@dataclass
+class PolicyOutcome:
+    """What the policy decided in one pass, for the pass record."""
+
+    actor: str
+    decisions: dict[int, Decision] = field(default_factory=dict)
+    applied: list[int] = field(default_factory=list)
+    stale: list[int] = field(default_factory=list)
+
+    def stats(self) -> dict[str, Any]:
+        count = lambda d: sum(1 for x in self.decisions.values() if x.decision == d)  # noqa: E731
+        return {"actor": self.actor, "accepted": count("accept"), "rejected": count("reject"), "held": count("hold"),
+                "applied": len(self.applied), "stale": len(self.stale)}  # fmt: skip
+
+
+def load_facts(app: App, proposal_id: int) -> tuple[Any, Facts]:
+    """(view, facts) of a stored proposal, frontmatter and ages read from its recorded base."""
+    view = get_proposal(app, proposal_id)
+    with app.engine().connect() as conn:
+        blobs = repo.get_blobs(conn, [h for h in view.base.values() if h])
+    return view, facts_of(view, blobs, app.clock())
+
+
+def decide_by_policy(app: App, store: StoreConfig, store_id: int, proposal_ids: list[int]) -> PolicyOutcome:
+    """Let the store's policy decide each pending proposal, within its limits."""
+    assert store.policy is not None
+    policy = load_policy(store.policy)
+    outcome = PolicyOutcome(policy.actor)
+    now = app.clock()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    with app.engine().connect() as conn:
+        today = repo.decisions_since(conn, store_id, policy.actor, "accept", midnight)
+    accepted_now = 0
+    for proposal_id in proposal_ids:
+        _, facts = load_facts(app, proposal_id)
+        verdict = evaluate(policy, facts, Counts(this_pass=accepted_now, today=today + accepted_now))
+        outcome.decisions[proposal_id] = verdict
+        if verdict.decision in ("accept", "reject"):
+            decide(app, proposal_id, verdict.decision, verdict.reason, actor=policy.actor)
+            accepted_now += verdict.decision == "accept"
+    if store.apply == "accepted":
+        from daemon.service.apply import apply
+
+        accepted = [pid for pid, d in outcome.decisions.items() if d.decision == "accept"]
+        for result in apply(app, accepted) if accepted else []:
+            (outcome.applied if result.state == "applied" else outcome.stale).append(result.proposal_id)
+    return outcome
+

@@ -1,0 +1,81 @@
+"""A store's policy decides in the pass: accepts what it may, holds the rest, never lossy."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from daemon.config import parse_config
+from daemon.core.errors import ConfigError
+from daemon.llm.fakes import FakeModel
+from daemon.service.history import verify
+from daemon.service.passes import run_pass
+from daemon.service.review import get_proposal
+
+
+def _config(root, **store):
+    return parse_config({"stores": [{"name": "s", "path": str(root), "preset": "deepcode", **store}]})
+
+
+def test_the_default_policy_accepts_exact_duplicates_and_expiries_and_holds_the_rest(example_store, make_app, clock, read_tree):
+    """Exact-duplicate merges and TTL expiries are accepted as policy:default@<hash>; the rest stay pending; nothing is written."""
+    clock.advance(days=400)  # sprint-status.md is past its TTL
+    config = _config(example_store, policy="default")
+    app = make_app(config)
+    before = read_tree(example_store)
+    report = run_pass(app, config.stores["s"])
+    states = {o.planned.draft.source.split("@")[0]: get_proposal(app, o.id).state for o in report.outcomes if o.id}
+    assert states["detector:exact-duplicate"] == "accepted" and states["detector:ttl"] == "accepted"
+    assert states["detector:near-duplicate"] == "pending" and states["detector:declared-supersession"] == "pending"
+    accepted = [get_proposal(app, o.id) for o in report.outcomes if o.id and get_proposal(app, o.id).state == "accepted"]
+    assert all(p.decisions[0]["actor"].startswith("policy:default@") for p in accepted)
+    assert report.stats["policy"]["accepted"] == len(accepted) and report.stats["policy"]["applied"] == 0
+    assert read_tree(example_store) == before
+
+
+def test_apply_accepted_applies_what_the_policy_accepted(example_store, make_app, clock):
+    """With apply = "accepted" the pass applies its accepted proposals; the store verifies clean."""
+    clock.advance(days=400)
+    config = _config(example_store, policy="default", apply="accepted")
+    app = make_app(config)
+    report = run_pass(app, config.stores["s"])
+    policy = report.stats["policy"]
+    assert policy["applied"] == policy["accepted"] >= 2 and policy["stale"] == 0
+    assert (example_store / ".dreamd-archive" / "sprint-status.md").exists()
+    assert verify(app, config.stores["s"]).clean
+
+
+def test_a_lossy_model_merge_is_held_even_by_the_trusting_policy(make_store, make_app):
+    """A confident model merge that loses a fact stays pending under the trusting policy."""
+    build = "# Build\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
+    again = "# Build how-to\nCI only checks lint, so run make test before pushing.\nThe integration tests need postgres on port 5433.\n"
+    root = make_store({"MEMORY.md": "# M\n- [Build](build.md)\n- [How-to](howto.md)\n", "build.md": build, "howto.md": again})
+    reply = json.dumps({"v": 1, "proposals": [{
+        "kind": "merge", "notes": ["build.md", "howto.md"], "survivor": "build.md", "newer": None,
+        "merged_body": "# Build\nRun make test before pushing because CI only checks lint.\n", "rationale": "same",
+        "confidence": 0.97, "evidence": [{"note": "build.md", "quote": "Run make test before pushing"}], "dropped": [],
+    }]})  # fmt: skip
+    config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "deepcode", "policy": "trusting"}]})
+    app = make_app(config)
+    model = FakeModel().enqueue(reply).enqueue(reply)
+    app.model_client = lambda settings: model
+    report = run_pass(app, config.stores["s"])
+    (merge,) = [o for o in report.outcomes if o.planned.draft.source.startswith("model:")]
+    stored = get_proposal(app, merge.id)
+    assert (stored.lossy, stored.state) == (True, "pending")
+
+
+def test_apply_accepted_without_a_policy_is_a_config_error(tmp_path):
+    """A store cannot apply automatically with no policy to decide."""
+    with pytest.raises(ConfigError, match="needs a policy"):
+        _config(tmp_path, apply="accepted")
+
+
+def test_a_broken_policy_is_refused_when_the_config_is_read(tmp_path):
+    """A policy that would accept lossy merges makes the config itself invalid, with its line number."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "bad"\n\n[[rules]]\ndecide = "accept"\nkind = "merge"\n')
+    with pytest.raises(ConfigError) as refused:
+        _config(tmp_path, policy=str(bad))
+    assert "bad.toml:3" in str(refused.value) and "lossy" in str(refused.value)
