@@ -12,14 +12,24 @@ from daemon.cli.render import diff_text, emit_json, planned_json, proposal_heade
 @click.option("--store", "store_path", metavar="PATH", help="A memory folder to pass over, with no config needed.")
 @click.option("--preset", metavar="NAME", help="Layout of --store PATH: deepcode, claude-code, serena, cline, generic.")
 @click.option("--dry-run", is_flag=True, help="Show what would be proposed; write nothing anywhere.")
+@click.option("--all", "all_stores", is_flag=True, help="Every configured store, for cron: quiet unless something needs review.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
 @click.pass_obj
-def pass_command(settings, store_name: str | None, store_path: str | None, preset: str | None, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
-    """Run one consolidation pass over a store and record its proposals."""
+def pass_command(settings, store_name: str | None, store_path: str | None, preset: str | None, dry_run: bool, all_stores: bool, as_json: bool) -> None:  # noqa: ANN001
+    """Run one consolidation pass over a store and record its proposals.
+
+    With --all (made for crontab): a pass over every configured store; prints nothing when
+    nothing waits for review, else one line per store that has proposals pending. Exit 0;
+    11 when a store's pass failed (the others still ran); 12 when a store was skipped
+    because another run holds it.
+    """
     from daemon.service.passes import run_pass
     from daemon.service.workspace import resolve_store
 
     app = settings.app()
+    if all_stores:
+        _pass_all(app, dry_run, as_json)
+        return
     store = resolve_store(app, store_name, store_path, preset)
     report = run_pass(app, store, dry_run=dry_run)
     at = report.at.isoformat() if report.at and report.pass_id is not None else None
@@ -45,6 +55,36 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
     label = "dry run (nothing written)" if dry_run else f"pass #{report.pass_id}"
     counts = ", ".join(f"{report.count(s)} {s}" for s in ("pending", "refused", "suppressed", "duplicate") if report.count(s))
     click.echo(f"{report.store}: {label}: {report.notes} notes, {counts or 'no proposals'}")
+
+
+def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
+    """Cron mode: one line per store that needs review, one error line per failed store."""
+    from daemon.core.errors import ConfigError, DreamdError
+    from daemon.service.passes import run_pass
+    from daemon.service.review import list_proposals
+
+    if not app.config.stores:
+        raise ConfigError("--all needs stores in the config ([[stores]])", hint="give --config FILE")
+    summary, failed, busy = [], 0, 0
+    for name, store in sorted(app.config.stores.items()):
+        try:
+            report = run_pass(app, store, dry_run=dry_run)
+        except DreamdError as exc:
+            failed += 1
+            click.echo(f"{name}: {exc.one_line()}", err=True)
+            summary.append({"store": name, "status": "failed", "error": str(exc)})
+            continue
+        busy += report.status == "busy"
+        pending = report.count("pending") if dry_run else len(list_proposals(app, name, ["pending"]))
+        summary.append({"store": name, "status": report.status, "new": report.count("pending"), "pending": pending, "busy": report.busy})
+        if report.status == "busy" and not as_json:
+            click.echo(f"{name}: skipped, {report.busy}", err=True)
+        elif pending and not as_json:
+            click.echo(f"{name}: {pending} proposal(s) wait for review ({report.count('pending')} new): dreamd proposals --store {name}")
+    if as_json:
+        emit_json(summary)
+    if failed or busy:
+        raise click.exceptions.Exit(11 if failed else 12)
 
 
 COMMANDS = [pass_command]

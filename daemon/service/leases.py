@@ -19,7 +19,8 @@ from daemon.core.errors import ApplyError
 from daemon.db import repo
 from daemon.service.context import App
 
-LEASE_TTL = dt.timedelta(minutes=2)
+LEASE_TTL = dt.timedelta(minutes=2)  # apply, revert, recovery: seconds of work
+PASS_LEASE_TTL = dt.timedelta(minutes=30)  # a pass may wait on a model; a dead local holder is freed at once
 
 
 def this_holder() -> str:
@@ -45,11 +46,11 @@ class StoreBusyError(ApplyError):
 
 
 @contextmanager
-def holding_store(app: App, store_id: int, store_name: str) -> Iterator[None]:
+def holding_store(app: App, store_id: int, store_name: str, ttl: dt.timedelta = LEASE_TTL) -> Iterator[None]:
     """Hold the store's lease for the block; raise StoreBusyError when another holds it."""
     holder = this_holder()
     with app.engine().begin() as conn:
-        taken, blocker = repo.acquire_lease(conn, store_id, holder, app.clock(), LEASE_TTL, is_dead=holder_is_dead)
+        taken, blocker = repo.acquire_lease(conn, store_id, holder, app.clock(), ttl, is_dead=holder_is_dead)
     if blocker is not None:
         raise StoreBusyError(f"store {store_name} is being written by {blocker}", hint="retry in a moment")
     try:

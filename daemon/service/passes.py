@@ -24,6 +24,7 @@ from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, p
 from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.deciding import decide_by_policy
+from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store
 from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls, unfinished
 from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.recovery import record_external_changes, recover
@@ -50,7 +51,7 @@ class Outcome:
 @dataclass
 class PassReport:
     store: str
-    status: str  # completed | skipped | dry-run
+    status: str  # completed | skipped | busy | dry-run
     root_hash: str
     pass_id: int | None = None
     outcomes: list[Outcome] = field(default_factory=list)
@@ -61,6 +62,7 @@ class PassReport:
     at: dt.datetime | None = None  # when the pass ran (its proposals' created_at)
     llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
     policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
+    busy: str | None = None  # why the pass did not run: another process holds the store
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
@@ -99,23 +101,36 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassRepo
         return _dry_run(app, store, now)
     store_root(store.root)  # a missing folder is the user's typo: record nothing for it
     engine = app.engine()
-    recover(app, store)
     with engine.begin() as conn:
         store_id = repo.ensure_store(conn, store.name, str(store.root), store.preset, now)
         pass_id = repo.start_pass(conn, store_id, app.surface, app.actor, now)
     try:
-        report = _record_pass(app, store, store_id, pass_id, now)
-        where = log.bind(store=store.name, pass_id=pass_id)
-        for skipped in report.skipped_files:
-            where.info("file.skipped", path=skipped.path, reason=skipped.reason)
-        where.info(f"pass.{report.status}", **{k: v for k, v in report.stats.items() if k != "v"})
-        return report
+        with holding_store(app, store_id, store.name, ttl=PASS_LEASE_TTL):  # one pass per store at a time
+            recover(app, store)
+            report = _record_pass(app, store, store_id, pass_id, now)
+    except StoreBusyError as busy:
+        return _busy(app, store, store_id, pass_id, now, busy)
     except Exception as exc:
         log.error("pass.failed", store=store.name, pass_id=pass_id, error=f"{exc.__class__.__name__}: {exc}")
         with engine.begin() as conn:
             repo.finish_pass(conn, store_id, pass_id, status="failed", finished_at=app.clock(), error=f"{exc.__class__.__name__}: {exc}")
             repo.add_event(conn, store_id, "pass.failed", app.actor, app.surface, app.clock(), {"error": str(exc)}, pass_id=pass_id)
         raise
+    where = log.bind(store=store.name, pass_id=pass_id)
+    for skipped in report.skipped_files:
+        where.info("file.skipped", path=skipped.path, reason=skipped.reason)
+    where.info(f"pass.{report.status}", **{k: v for k, v in report.stats.items() if k != "v"})
+    return report
+
+
+def _busy(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, busy: StoreBusyError) -> PassReport:
+    """Another process is passing over or writing this store: skip, and say who and why."""
+    reason = f"store busy: {busy}"
+    with app.engine().begin() as conn:
+        repo.finish_pass(conn, store_id, pass_id, status="skipped", finished_at=app.clock(), error=reason)
+        repo.add_event(conn, store_id, "pass.skipped", app.actor, app.surface, now, {"reason": reason}, pass_id=pass_id)
+    log.info("pass.busy", store=store.name, pass_id=pass_id, reason=reason)
+    return PassReport(store.name, "busy", "", pass_id, at=now, busy=reason)
 
 
 def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime) -> PassReport:

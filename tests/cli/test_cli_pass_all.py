@@ -1,0 +1,76 @@
+"""`dreamd pass --all` for crontab, and one pass per store at a time."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+
+from daemon.config import load_config
+from daemon.db import repo
+from daemon.service.context import App
+from daemon.service.passes import run_pass
+
+
+def _config(tmp_path, stores):
+    text = "".join(f'[[stores]]\nname = "{name}"\npath = "{path}"\npreset = "{preset}"\n' for name, path, preset in stores)
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    return path
+
+
+def _hold(db_url, store_name, holder="otherhost:4242"):
+    app = App(config=load_config(None), db_url=db_url, clock=lambda: dt.datetime.now(dt.timezone.utc))
+    with app.engine().begin() as conn:
+        store_id = repo.find_store(conn, store_name).id
+        repo.acquire_lease(conn, store_id, holder, dt.datetime.now(dt.timezone.utc), dt.timedelta(hours=1))
+    app.close()
+
+
+def test_quiet_when_nothing_waits_for_review(tmp_path, make_store, cli, db_url):
+    """A store with nothing to propose prints nothing and exits 0."""
+    root = make_store({"a.md": "one fact\n", "b.md": "another fact entirely\n"})
+    config = _config(tmp_path, [("tidy", root, "generic")])
+    result = cli("--config", str(config), "--db", db_url, "pass", "--all")
+    assert (result.code, result.out, result.err) == (0, "", "")
+
+
+def test_one_line_per_store_that_needs_review(tmp_path, example_store, make_store, cli, db_url):
+    """Only the store with pending proposals gets a line, naming the command to review them."""
+    tidy = make_store({"a.md": "one fact\n"}, name="tidy")
+    config = _config(tmp_path, [("messy", example_store, "deepcode"), ("tidy", tidy, "generic")])
+    result = cli("--config", str(config), "--db", db_url, "pass", "--all")
+    assert result.code == 0 and result.err == ""
+    assert re.fullmatch(r"messy: (\d+) proposal\(s\) wait for review \(\1 new\): dreamd proposals --store messy\n", result.out)
+
+
+def test_a_failing_store_exits_11_and_the_others_still_run(tmp_path, example_store, cli, db_url):
+    """A missing store folder is one error line; the other store is still passed; exit 11."""
+    config = _config(tmp_path, [("gone", tmp_path / "missing", "generic"), ("messy", example_store, "deepcode")])
+    result = cli("--config", str(config), "--db", db_url, "pass", "--all")
+    assert result.code == 11
+    assert result.err.startswith("gone: error[store]: store root ") and "messy: " in result.out
+
+
+def test_a_store_held_by_another_run_is_skipped_with_exit_12(tmp_path, example_store, cli, db_url):
+    """When another process holds the store, the pass is recorded as skipped with who holds it; exit 12."""
+    config = _config(tmp_path, [("messy", example_store, "deepcode")])
+    cli("--config", str(config), "--db", db_url, "pass", "--all")
+    _hold(db_url, "messy")
+    result = cli("--config", str(config), "--db", db_url, "pass", "--all")
+    assert result.code == 12 and "otherhost:4242" in result.err
+    history = cli("--config", str(config), "--db", db_url, "history", "messy", "--json")
+    last = json.loads(history.out)["passes"][0]
+    assert last["status"] == "skipped" and "otherhost:4242" in last["error"]
+
+
+def test_a_pass_does_not_run_while_another_holds_the_store(example_store, make_app, db_url):
+    """run_pass over a store leased by another live process records nothing but a skipped pass."""
+    from daemon.config import adhoc_store
+
+    app = make_app()
+    store = adhoc_store(example_store, "deepcode")
+    run_pass(app, store)
+    _hold(db_url, store.name)
+    report = run_pass(app, store)
+    assert report.status == "busy" and report.outcomes == [] and "otherhost:4242" in report.busy
