@@ -390,6 +390,11 @@ def manifest_id(conn: Connection, store_id: int, root_hash: str) -> int | None:
     )
 
 
+def add_model_calls(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    if rows:
+        conn.execute(insert(t.model_calls), rows)
+
+
 def model_calls(conn: Connection, store_id: int, pass_id: int | None = None) -> list[Any]:
     query = select(t.model_calls).where(t.model_calls.c.store_id == store_id)
     if pass_id is not None:
@@ -399,11 +404,9 @@ def model_calls(conn: Connection, store_id: int, pass_id: int | None = None) -> 
 
 def decisions_since(conn: Connection, store_id: int, actor: str, decision: str, since: dt.datetime) -> int:
     """How many decisions ``actor`` made on this store since ``since`` (a policy's daily budget)."""
-    from sqlalchemy import func as f
-
     return int(
         conn.scalar(
-            select(f.count()).select_from(t.decisions).where(
+            select(func.count()).select_from(t.decisions).where(
                 t.decisions.c.store_id == store_id, t.decisions.c.actor == actor,
                 t.decisions.c.decision == decision, t.decisions.c.decided_at >= since,
             )  # fmt: skip

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-from daemon.core import frontmatter
+from daemon.core.notes import Note, as_utc
 from daemon.core.proposals import MERGE, REINDEX, SOFT_EXPIRE, SUPERSEDE
 from daemon.policies.model import Facts, changed_lines
 
@@ -38,10 +38,10 @@ def facts_of(view: Any, blobs: Mapping[str, bytes] | None = None, now: dt.dateti
         data = blobs.get(base.get(note) or "")
         if data is None:
             continue
-        try:
-            meta[note] = frontmatter.parse(frontmatter.split(data).inner)
-        except Exception:  # noqa: BLE001, S112 - unreadable frontmatter (bad YAML, bad bytes): unknown
-            continue
+        parsed = Note(note, data, base.get(note) or "")
+        if parsed.frontmatter_error:
+            continue  # unreadable frontmatter: unknown
+        meta[note] = parsed.meta
         age = _age(meta[note], now)
         if age is not None:
             ages[note] = age
@@ -55,21 +55,11 @@ def facts_of(view: Any, blobs: Mapping[str, bytes] | None = None, now: dt.dateti
 
 
 def _age(meta: Mapping[str, Any], now: dt.datetime | None) -> float | None:
+    """Days since ``updated_at`` (else ``created_at``); None when unknown or unreadable."""
     if now is None:
         return None
     for key in ("updated_at", "created_at"):
-        value = meta.get(key)
-        if isinstance(value, dt.datetime):
-            moment = value if value.tzinfo else value.replace(tzinfo=dt.UTC)
-        elif isinstance(value, dt.date):
-            moment = dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
-        elif isinstance(value, str):
-            try:
-                moment = dt.datetime.fromisoformat(value)
-            except ValueError:
-                return None
-            moment = moment if moment.tzinfo else moment.replace(tzinfo=dt.UTC)
-        else:
-            continue
-        return max(0.0, (now - moment).total_seconds() / 86400)
+        if meta.get(key) is not None:
+            moment = as_utc(meta[key])
+            return None if moment is None else max(0.0, (now - moment).total_seconds() / 86400)
     return None

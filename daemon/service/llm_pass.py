@@ -12,13 +12,12 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, insert
+from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
 from daemon.core.globs import matches
 from daemon.core.view import StoreView
 from daemon.db import repo
-from daemon.db import schema as t
 from daemon.planners.context import DetectorSettings
 from daemon.planners.detectors.ttl import due_of
 from daemon.service.context import App
@@ -128,5 +127,4 @@ def record_calls(conn: Connection, store_id: int, pass_id: int, calls: list[Any]
         }  # fmt: skip
         for c in calls
     ]
-    if rows:
-        conn.execute(insert(t.model_calls), rows)
+    repo.add_model_calls(conn, rows)
