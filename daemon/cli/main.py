@@ -11,7 +11,6 @@ Exit codes: 0 ok; 1 unexpected; 2 config or usage; 3 store unreadable; 4 state d
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
 
@@ -33,15 +32,10 @@ class Settings:
     def app(self) -> Any:
         if self._app is None:
             from daemon.config import load_config
-            from daemon.service.context import App
+            from daemon.service.context import App, resolve_db_url
 
             config = load_config(self.config_path)
-            url = self.db or os.environ.get("DREAMD_DB") or config.db_url
-            if not url:
-                from daemon.db.engine import default_db_url
-
-                url = default_db_url()
-            self._app = App(config=config, db_url=url)
+            self._app = App(config=config, db_url=resolve_db_url(self.db, config))
         return self._app
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import getpass
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,16 @@ from daemon.config import Config
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
+
+
+def resolve_db_url(given: str | None, config: Config) -> str:
+    """--db, else DREAMD_DB, else the config's db, else the SQLite file in the state dir."""
+    url = given or os.environ.get("DREAMD_DB") or config.db_url
+    if url:
+        return url
+    from daemon.db.engine import default_db_url
+
+    return default_db_url()
 
 
 def human_actor() -> str:
