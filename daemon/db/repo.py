@@ -128,9 +128,21 @@ def snapshots(conn: Connection, store_id: int, limit: int = 50) -> list[Any]:
 # passes ------------------------------------------------------------------------------
 
 
-def start_pass(conn: Connection, store_id: int, surface: str, actor: str, now: dt.datetime) -> int:
-    values = {"store_id": store_id, "status": "running", "surface": surface, "actor": actor, "started_at": now}
+def start_pass(conn: Connection, store_id: int, surface: str, actor: str, now: dt.datetime, runner: str | None = None) -> int:
+    values = {"store_id": store_id, "status": "running", "surface": surface, "actor": actor, "started_at": now, "runner": runner}
     return int(conn.execute(insert(t.passes).values(**values)).inserted_primary_key[0])
+
+
+def running_passes(conn: Connection, store_id: int | None = None) -> list[Any]:
+    query = select(t.passes).where(t.passes.c.status == "running")
+    if store_id is not None:
+        query = query.where(t.passes.c.store_id == store_id)
+    return list(conn.execute(query.order_by(t.passes.c.id)))
+
+
+def last_pass(conn: Connection, store_id: int) -> Any:
+    """The newest pass that ran or was skipped, whatever became of it."""
+    return conn.execute(select(t.passes).where(t.passes.c.store_id == store_id).order_by(t.passes.c.id.desc()).limit(1)).first()
 
 
 def finish_pass(conn: Connection, store_id: int, pass_id: int, **values: Any) -> None:
@@ -378,6 +390,14 @@ def acquire_lease(conn: Connection, store_id: int, holder: str, now: dt.datetime
     else:
         conn.execute(update(t.leases).where(t.leases.c.store_id == store_id).values(**values))
     return True, None
+
+
+def renew_lease(conn: Connection, store_id: int, holder: str, now: dt.datetime, ttl: dt.timedelta) -> bool:
+    """Push the expiry of a lease ``holder`` still holds; False when it lost it meanwhile."""
+    result = conn.execute(
+        update(t.leases).where(t.leases.c.store_id == store_id, t.leases.c.holder == holder).values(expires_at=now + ttl, heartbeat_at=now)
+    )
+    return result.rowcount == 1
 
 
 def release_lease(conn: Connection, store_id: int, holder: str) -> None:

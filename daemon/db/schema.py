@@ -127,6 +127,7 @@ passes = Table(
     Column("next_due_at", UTC),  # earliest time a TTL falls due; a pass before it may skip
     Column("stats", JSON),  # {"v":1, "notes":..., "proposed":..., "refused":..., ...}
     Column("error", Text),
+    Column("runner", String(200)),  # host:pid of the process running it; a dead one means the pass died
 )
 
 snapshots = Table(

@@ -24,9 +24,10 @@ from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, p
 from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.deciding import decide_by_policy
-from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store
+from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store, this_holder
 from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls, unfinished
 from daemon.service.proposing import Planned, make_proposals, refused_planned
+from daemon.service.orphans import close_dead_passes
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.workspace import Observed, observe
 from daemon.stores.paths import store_root
@@ -103,9 +104,10 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassRepo
     engine = app.engine()
     with engine.begin() as conn:
         store_id = repo.ensure_store(conn, store.name, str(store.root), store.preset, now)
-        pass_id = repo.start_pass(conn, store_id, app.surface, app.actor, now)
+        pass_id = repo.start_pass(conn, store_id, app.surface, app.actor, now, runner=this_holder())
     try:
-        with holding_store(app, store_id, store.name, ttl=PASS_LEASE_TTL):  # one pass per store at a time
+        with holding_store(app, store_id, store.name, ttl=PASS_LEASE_TTL, heartbeat=True):  # one pass per store at a time
+            close_dead_passes(app, store_id)
             recover(app, store)
             report = _record_pass(app, store, store_id, pass_id, now)
     except StoreBusyError as busy:
