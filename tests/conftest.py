@@ -172,3 +172,51 @@ def cli(capsys: pytest.CaptureFixture[str]) -> Callable[..., Run]:
         return Run(code if isinstance(code, int) else (0 if code is None else 1), captured.out, captured.err)
 
     return run
+
+
+# PostgreSQL ----------------------------------------------------------------------------
+#
+# The PostgreSQL tests run when DREAMD_TEST_PG_URL names a database the tests may create
+# schemas in, e.g. postgresql+psycopg://dreamd:secret@127.0.0.1:5432/dreamd_test (.ci/run
+# starts a server and sets it). Each test gets a fresh schema there (via search_path),
+# dropped afterwards. With DREAMD_TEST_PG_REQUIRED=1 (CI) a missing URL or driver fails
+# those tests instead of skipping them.
+
+PG_ENV = "DREAMD_TEST_PG_URL"
+PG_REQUIRED_ENV = "DREAMD_TEST_PG_REQUIRED"
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> Iterator[object]:
+    """An engine on DREAMD_TEST_PG_URL (no schema of its own); skips when it is unset."""
+    from sqlalchemy import create_engine
+
+    required = os.environ.get(PG_REQUIRED_ENV) == "1"
+    url = os.environ.get(PG_ENV)
+    if not url:
+        if required:
+            pytest.fail(f"{PG_REQUIRED_ENV}=1 but {PG_ENV} is not set")
+        pytest.skip(f"set {PG_ENV} to run the PostgreSQL tests")
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        if required:
+            raise
+        pytest.skip("psycopg is not installed (pip install -e '.[postgres]')")
+    admin = create_engine(url)
+    yield admin
+    admin.dispose()
+
+
+@pytest.fixture
+def pg_url(pg_admin) -> Iterator[str]:  # noqa: ANN001
+    """A URL on a fresh, empty schema of the test database; the schema is dropped afterwards."""
+    import uuid
+
+    schema = f"dreamd_test_{uuid.uuid4().hex[:12]}"
+    with pg_admin.begin() as conn:
+        conn.exec_driver_sql(f"CREATE SCHEMA {schema}")
+    url = pg_admin.url.update_query_dict({"options": f"-csearch_path={schema}"})
+    yield url.render_as_string(hide_password=False)
+    with pg_admin.begin() as conn:
+        conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")

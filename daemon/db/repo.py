@@ -379,17 +379,28 @@ def acquire_lease(conn: Connection, store_id: int, holder: str, now: dt.datetime
     The lease is free when absent, expired, held by ``holder`` already (then it is not
     newly taken), or held by a holder ``is_dead(holder)`` says is gone.
     """
-    row = conn.execute(select(t.leases).where(t.leases.c.store_id == store_id).with_for_update()).first()
-    if row is not None and row.holder == holder:
-        return False, None
-    if row is not None and row.expires_at > now and not (is_dead and is_dead(row.holder)):
-        return False, row.holder
     values = {"holder": holder, "acquired_at": now, "expires_at": now + ttl, "heartbeat_at": now}
-    if row is None:
-        conn.execute(insert(t.leases).values(store_id=store_id, **values))
-    else:
+    for _ in range(3):
+        row = conn.execute(select(t.leases).where(t.leases.c.store_id == store_id).with_for_update()).first()
+        if row is None:
+            if conn.dialect.name != "postgresql":  # SQLite: BEGIN IMMEDIATE let only us in
+                conn.execute(insert(t.leases).values(store_id=store_id, **values))
+                return True, None
+            # FOR UPDATE found no row to lock, so another taker may be inserting it now: our
+            # insert then waits for it and does nothing, and its row is judged below.
+            from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+            new = pg_insert(t.leases).values(store_id=store_id, **values).on_conflict_do_nothing(index_elements=[t.leases.c.store_id])
+            if conn.execute(new.returning(t.leases.c.store_id)).first() is not None:
+                return True, None
+            continue
+        if row.holder == holder:
+            return False, None
+        if row.expires_at > now and not (is_dead and is_dead(row.holder)):
+            return False, row.holder
         conn.execute(update(t.leases).where(t.leases.c.store_id == store_id).values(**values))
-    return True, None
+        return True, None
+    return False, "another process"  # taken and freed again under us each time: busy, retry
 
 
 def renew_lease(conn: Connection, store_id: int, holder: str, now: dt.datetime, ttl: dt.timedelta) -> bool:

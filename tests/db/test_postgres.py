@@ -6,18 +6,22 @@ fixture; this module holds what only PostgreSQL has.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 import pytest
-from sqlalchemy import Engine, select
+from sqlalchemy import Connection, Engine, select, text
 from sqlalchemy.exc import IntegrityError
 
 from daemon.core.errors import StateError
+from daemon.db import repo
 from daemon.db.engine import open_engine
-from daemon.db.schema import stores
+from daemon.db.schema import events, leases, stores
 
-from .helpers import add_store
+from .helpers import NOW, add_store
 
 
 @pytest.fixture
@@ -62,3 +66,87 @@ def test_an_unreachable_server_is_a_state_error_without_the_password():
         open_engine(url)
     assert "s3cret" not in info.value.one_line()
     assert "127.0.0.1" in info.value.one_line()
+
+
+def _wait_until_blocked(engine: Engine, pid: int) -> None:
+    """Wait until backend ``pid`` waits on a lock another transaction holds."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with engine.connect() as conn:
+            waiting = conn.scalar(text("SELECT wait_event_type FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid})
+        if waiting == "Lock":
+            return
+        time.sleep(0.02)
+    pytest.fail(f"backend {pid} never waited on a lock")
+
+
+def _race(engine: Engine, first: Callable[[Connection], Any], second: Callable[[Connection], Any], *, commit: bool = True) -> tuple[Any, Any]:
+    """Run ``first`` in an open transaction; run ``second`` in another transaction until it
+    waits on ``first``'s locks; then commit (or roll back) ``first``. Returns both results,
+    the second being the exception it raised if it raised one."""
+    outcome: dict[str, Any] = {}
+
+    def run_second(conn: Connection) -> None:
+        try:
+            with conn.begin():
+                outcome["second"] = second(conn)
+        except Exception as exc:  # noqa: BLE001 - the test looks at it
+            outcome["second"] = exc
+
+    with engine.connect() as one, engine.connect() as two:
+        pid = int(two.exec_driver_sql("SELECT pg_backend_pid()").scalar_one())
+        two.rollback()
+        tx = one.begin()
+        got = first(one)
+        thread = threading.Thread(target=run_second, args=(two,))
+        thread.start()
+        try:
+            _wait_until_blocked(engine, pid)
+        finally:
+            tx.commit() if commit else tx.rollback()
+            thread.join(10)
+    assert not thread.is_alive()
+    return got, outcome["second"]
+
+
+@pytest.mark.parametrize("first_commits", [True, False], ids=["first-commits", "first-rolls-back"])
+def test_two_first_takers_of_a_lease_never_both_hold_it_nor_crash(pg_engine, first_commits):
+    """No lease row yet: SELECT ... FOR UPDATE locks nothing, so both takers go on to insert
+    it. The second waits for the first; it is then told who holds the store (or takes it,
+    when the first gave up), never a duplicate-key error."""
+    with pg_engine.begin() as conn:
+        store_id = add_store(conn)
+    ttl = timedelta(minutes=2)
+    first, second = _race(
+        pg_engine,
+        lambda conn: repo.acquire_lease(conn, store_id, "host-a:1", NOW, ttl),
+        lambda conn: repo.acquire_lease(conn, store_id, "host-b:2", NOW, ttl),
+        commit=first_commits,
+    )
+    assert first == (True, None)
+    assert second == ((False, "host-a:1") if first_commits else (True, None))
+    with pg_engine.connect() as conn:
+        holder = conn.scalar(select(leases.c.holder).where(leases.c.store_id == store_id))
+    assert holder == ("host-a:1" if first_commits else "host-b:2")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=IntegrityError,
+    reason="repo.add_event numbers events max(seq)+1 without a lock: two transactions adding "
+    "events to one store at once collide on uq_events_store_seq under READ COMMITTED",
+)
+def test_two_transactions_adding_events_to_one_store_both_succeed(pg_engine):
+    """A pass refused as busy records its event while the lease holder records its own."""
+    with pg_engine.begin() as conn:
+        store_id = add_store(conn)
+
+    def add(actor: str) -> Callable[[Connection], int]:
+        return lambda conn: repo.add_event(conn, store_id, "pass.skipped", actor, "cli", NOW)
+
+    first, second = _race(pg_engine, add("human:a"), add("human:b"))
+    if isinstance(second, Exception):
+        raise second
+    assert sorted([first, second]) == [1, 2]
+    with pg_engine.connect() as conn:
+        assert sorted(conn.scalars(select(events.c.seq).where(events.c.store_id == store_id))) == [1, 2]
