@@ -22,7 +22,6 @@ from statements run later on the engine (a ``handle_error`` hook does the transl
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -51,21 +50,10 @@ HEAD_REVISION = "0003_pass_runner"  # the newest migration; tests check it again
 
 
 def default_db_url() -> str:
-    """The SQLite file used when no URL is configured.
+    """The SQLite file used when no URL is configured: ``state.db`` in the state directory."""
+    from daemon.locations import state_dir
 
-    systemd's ``StateDirectory=`` wins (it may list several, colon-separated; the first is
-    ours), then ``$XDG_STATE_HOME/dreamd`` (ignored when relative, as the spec says), then
-    ``~/.local/state/dreamd``.
-    """
-    state_directory = os.environ.get("STATE_DIRECTORY", "").split(":")[0]
-    xdg_state_home = os.environ.get("XDG_STATE_HOME", "")
-    if state_directory:
-        base = Path(state_directory)
-    elif xdg_state_home and Path(xdg_state_home).is_absolute():
-        base = Path(xdg_state_home) / "dreamd"
-    else:
-        base = Path.home() / ".local" / "state" / "dreamd"
-    return f"sqlite:///{base / 'state.db'}"
+    return f"sqlite:///{state_dir() / 'state.db'}"
 
 
 def describe(url: URL) -> str:
@@ -110,15 +98,35 @@ def open_engine(
         try:
             # Looking first costs no write lock: opening an up-to-date database does not
             # wait for (or fail on) a writer in another process.
-            if migrate and not _at_head(engine) and pending_migrations(engine):
-                from alembic import command
-
-                with engine.connect() as conn:
-                    command.upgrade(alembic_config(conn), "head")
+            if migrate and not _at_head(engine):
+                _upgrade(engine)
         except BaseException:
             engine.dispose()
             raise
     return engine
+
+
+MIGRATION_LOCK = 0x647265616D64  # "dreamd": the advisory lock id two migrating processes share
+
+
+def _upgrade(engine: Engine) -> None:
+    """Run pending migrations; on PostgreSQL under an advisory lock, so two processes opening
+    a new database at once migrate it once (the second finds it at head and does nothing)."""
+    from alembic import command
+
+    with engine.connect() as conn:
+        server = conn.dialect.name == "postgresql"
+        if server:
+            conn.execute(text("SELECT pg_advisory_lock(:id)"), {"id": MIGRATION_LOCK})
+            conn.commit()
+        try:
+            if not _at_head(engine) and pending_migrations(engine):
+                command.upgrade(alembic_config(conn), "head")
+        finally:
+            if server:
+                conn.rollback()
+                conn.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK})
+                conn.commit()
 
 
 def _at_head(engine: Engine) -> bool:

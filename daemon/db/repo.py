@@ -17,12 +17,24 @@ from daemon.db import schema as t
 
 
 def ensure_store(conn: Connection, name: str, root: str, preset: str, now: dt.datetime) -> int:
-    row = conn.execute(select(t.stores.c.id, t.stores.c.root, t.stores.c.preset).where(t.stores.c.name == name)).first()
-    if row:
-        if (row.root, row.preset) != (root, preset):
-            conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset))
-        return int(row.id)
-    return int(conn.execute(insert(t.stores).values(name=name, root=root, preset=preset, created_at=now)).inserted_primary_key[0])
+    """The store's id, registering it on first use (two first users at once: one row)."""
+    query = select(t.stores.c.id, t.stores.c.root, t.stores.c.preset).where(t.stores.c.name == name)
+    row = conn.execute(query).first()
+    if row is None:
+        conn.execute(_insert_if_absent(conn, t.stores, ["name"], name=name, root=root, preset=preset, created_at=now))
+        row = conn.execute(query).one()
+    if (row.root, row.preset) != (root, preset):
+        conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset))
+    return int(row.id)
+
+
+def _insert_if_absent(conn: Connection, table: Any, keys: list[str], **values: Any) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING: a concurrent insert of the same key wins quietly."""
+    if conn.dialect.name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    return dialect_insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
 
 
 def find_store(conn: Connection, name: str) -> Any:
@@ -312,7 +324,12 @@ def tombstone_count(conn: Connection, store_id: int) -> int:
 
 
 def add_event(conn: Connection, store_id: int, type_: str, actor: str, surface: str, now: dt.datetime, payload: Mapping[str, Any] | None = None, *, pass_id: int | None = None, proposal_id: int | None = None) -> int:
-    """Append one event with the store's next sequence number."""
+    """Append one event with the store's next sequence number.
+
+    The store's row is locked first (PostgreSQL; SQLite's BEGIN IMMEDIATE already lets one
+    writer in), so two transactions never compute the same number.
+    """
+    conn.execute(select(t.stores.c.id).where(t.stores.c.id == store_id).with_for_update())
     seq = int(conn.scalar(select(func.coalesce(func.max(t.events.c.seq), 0)).where(t.events.c.store_id == store_id)) or 0) + 1
     conn.execute(
         insert(t.events).values(
@@ -444,3 +461,9 @@ def decisions_since(conn: Connection, store_id: int, actor: str, decision: str, 
         )
         or 0
     )
+
+
+def proposal_counts(conn: Connection, store_id: int) -> dict[str, int]:
+    """How many of the store's proposals are in each state."""
+    query = select(t.proposals.c.state, func.count()).where(t.proposals.c.store_id == store_id).group_by(t.proposals.c.state)
+    return {state: int(count) for state, count in conn.execute(query)}

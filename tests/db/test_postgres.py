@@ -130,12 +130,6 @@ def test_two_first_takers_of_a_lease_never_both_hold_it_nor_crash(pg_engine, fir
     assert holder == ("host-a:1" if first_commits else "host-b:2")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IntegrityError,
-    reason="repo.add_event numbers events max(seq)+1 without a lock: two transactions adding "
-    "events to one store at once collide on uq_events_store_seq under READ COMMITTED",
-)
 def test_two_transactions_adding_events_to_one_store_both_succeed(pg_engine):
     """A pass refused as busy records its event while the lease holder records its own."""
     with pg_engine.begin() as conn:
@@ -150,3 +144,21 @@ def test_two_transactions_adding_events_to_one_store_both_succeed(pg_engine):
     assert sorted([first, second]) == [1, 2]
     with pg_engine.connect() as conn:
         assert sorted(conn.scalars(select(events.c.seq).where(events.c.store_id == store_id))) == [1, 2]
+
+
+def test_processes_opening_a_new_database_at_once_migrate_it_once(pg_url):
+    """An advisory lock serialises the upgrade: every opener succeeds, the schema is whole."""
+    import subprocess
+    import sys
+
+    code = "import sys; from daemon.db.engine import open_engine; open_engine(sys.argv[1]).dispose()"
+    openers = [subprocess.Popen([sys.executable, "-c", code, pg_url], stderr=subprocess.PIPE, text=True) for _ in range(6)]
+    results = [(o.wait(120), o.stderr.read()) for o in openers]
+    assert all(status == 0 for status, _ in results), [err[-500:] for status, err in results if status]
+    engine = open_engine(pg_url, migrate=False)
+    try:
+        from daemon.db.engine import pending_migrations
+
+        assert pending_migrations(engine) == []
+    finally:
+        engine.dispose()
