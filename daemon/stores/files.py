@@ -21,8 +21,10 @@ from daemon.stores.paths import resolve_in_store, store_root
 TEMP_MARKER = ".dreamd-tmp-"
 _TEMP_NAME = re.compile(r"\..+" + re.escape(TEMP_MARKER) + r"[0-9a-f]+\Z", re.S)
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_NEW_FILE_MODE = 0o644  # masked by the umask
-_NEW_DIR_MODE = 0o755
+# What open(2) and mkdir(2) ask for; the umask, or a default ACL on the store folder (how a
+# service user shares a store with the agent's user, see systemd/README.md), decides the rest.
+_NEW_FILE_MODE = 0o666
+_NEW_DIR_MODE = 0o777
 
 
 def is_temp_name(name: str) -> bool:

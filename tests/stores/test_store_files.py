@@ -39,14 +39,17 @@ def test_write_atomic_keeps_the_replaced_mode(tmp_path: Path) -> None:
     assert stat.S_IMODE((tmp_path / "a.md").stat().st_mode) == 0o600
 
 
-def test_new_file_mode_follows_the_umask(tmp_path: Path) -> None:
-    """A new file gets 0o644 masked by the umask."""
-    old = os.umask(0o077)
+@pytest.mark.parametrize("umask,mode", [(0o077, 0o600), (0o022, 0o644), (0o002, 0o664)])
+def test_new_file_mode_follows_the_umask(tmp_path: Path, umask: int, mode: int) -> None:
+    """A new file asks for 0o666 and the umask (or a default ACL) decides: a group-shared
+    store stays group-writable, a private one private."""
+    old = os.umask(umask)
     try:
-        write_atomic(tmp_path, "a.md", b"x")
+        write_atomic(tmp_path, "sub/a.md", b"x")
     finally:
         os.umask(old)
-    assert stat.S_IMODE((tmp_path / "a.md").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "sub" / "a.md").stat().st_mode) == mode
+    assert stat.S_IMODE((tmp_path / "sub").stat().st_mode) == 0o777 & ~umask
 
 
 def test_write_atomic_sets_mtime(tmp_path: Path) -> None:
