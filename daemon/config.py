@@ -17,10 +17,11 @@ from typing import Any
 from daemon.core.errors import ConfigError
 from daemon.llm.base import ModelSettings
 from daemon.planners.context import DetectorSettings
+from daemon.scheduler.schedules import Schedule, parse_schedule
 from daemon.stores.presets import StoreSettings, resolve_settings
 
 _TOP_KEYS = {"db", "stores", "planner", "llm"}
-_STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply"}
+_STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply", "every", "cron", "jitter"}
 APPLY_MODES = ("never", "accepted")  # whether a pass applies what its policy accepted
 # [llm] and [stores.llm]: how to reach a model. Keys never live here: api_key_env names
 # the environment variable that holds one.
@@ -41,6 +42,7 @@ class StoreConfig:
     llm_exclude: tuple[str, ...] = ()  # globs of notes never sent to a model
     policy: Path | None = None  # a policies/*.toml file; None: every proposal waits for a person
     apply: str = "never"  # "accepted": a pass applies what its policy accepted
+    schedule: Schedule = field(default_factory=Schedule)  # when ``dreamd run`` passes over it
 
 
 @dataclass(frozen=True)
@@ -73,11 +75,18 @@ def load_config(path: str | Path | None) -> Config:
         return Config()
     file = Path(chosen).expanduser()
     try:
-        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {file} cannot be read: {exc.__class__.__name__}") from None
+    return config_from_text(text, file)
+
+
+def config_from_text(text: str, file: Path) -> Config:
+    """A config from TOML text read earlier from ``file`` (relative paths resolve beside it)."""
+    try:
+        raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {file} is not valid TOML: {exc}") from None
     return parse_config(raw, file)
@@ -138,7 +147,8 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
     policy = _policy_path(entry.get("policy"), f"{where}: store {entry['name']!r}", base)
     if apply == "accepted" and policy is None:
         raise ConfigError(f"{where}: store {entry['name']!r}: apply = \"accepted\" needs a policy")
-    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude, policy=policy, apply=apply)
+    schedule = parse_schedule(entry, f"{where}: store {entry['name']!r}")
+    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude, policy=policy, apply=apply, schedule=schedule)
 
 
 def _policy_path(value: Any, where: str, base: Path) -> Path | None:

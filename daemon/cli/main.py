@@ -6,7 +6,7 @@ error's documented code; ``--debug`` shows the traceback too.
 
 Exit codes: 0 ok; 1 unexpected; 2 config or usage; 3 store unreadable; 4 state database;
 5 proposal (unknown id, illegal state); 6 apply or revert refused (stale, conflict);
-7 planner; 8 ``verify`` found differences.
+7 planner; 8 ``verify`` found differences; 10 a daemon worker was stopped (SIGTERM).
 """
 
 from __future__ import annotations
@@ -59,9 +59,9 @@ def cli(ctx: click.Context, config: str | None, db: str | None, debug: bool) -> 
 
 
 def _register() -> None:
-    from daemon.cli import evaluate, history, passes, policy, review, writes
+    from daemon.cli import evaluate, history, passes, policy, review, run, writes
 
-    for module in (passes, review, writes, history, evaluate, policy):
+    for module in (passes, review, writes, history, evaluate, policy, run):
         for command in module.COMMANDS:
             cli.add_command(command)
 

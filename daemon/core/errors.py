@@ -11,6 +11,7 @@
     ├── ApplyError                  apply or revert could not proceed
     │   ├── StaleError              files changed since the proposal was made
     │   └── ConflictError           revert: files changed since the apply
+    ├── StoppedError                a worker was asked to stop (SIGTERM) at a safe point
     └── PlannerError                a planner failed
         ├── ModelTransientError     timeout, 429 or 5xx, still failing after bounded retries
         ├── ModelRequestError       authentication or a bad request: fails at once, no retry
@@ -84,6 +85,11 @@ class StaleError(ApplyError):
 
 class ConflictError(ApplyError):
     code = "conflict"
+
+
+class StoppedError(DreamdError):
+    code = "stopped"
+    exit_code = 10
 
 
 class PlannerError(DreamdError):

@@ -24,6 +24,7 @@ from daemon.service import journal
 from daemon.core.hashing import hash_bytes
 from daemon.diffs.git import reapply
 from daemon.service.context import App
+from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
 from daemon.service.recovery import finish_journal, recover
 from daemon.service.review import locate
@@ -61,10 +62,13 @@ def _accepted(app: App, store_name: str | None) -> list[tuple[int, int]]:
 
 
 def _under_lease(app: App, store_id: int, work: Callable[[StoreConfig], ApplyResult]) -> ApplyResult:
-    """Run ``work`` on the store while holding its lease (one writer per store)."""
+    """Run ``work`` on the store while holding its lease (one writer per store).
+
+    Shielded: a worker told to stop finishes this write first (see interrupt.py).
+    """
     with app.engine().connect() as conn:
         store = store_config_for_id(app, conn, store_id)
-    with holding_store(app, store_id, store.name):
+    with shielded(), holding_store(app, store_id, store.name):
         return work(store)
 
 

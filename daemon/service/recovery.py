@@ -23,6 +23,7 @@ from daemon.core.proposals import APPLIED, REVERTED
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
+from daemon.service.interrupt import shielded
 from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
 from daemon.stores.scan import scan_store
@@ -43,7 +44,7 @@ def recover(app: App, store: StoreConfig) -> list[int]:
         if row is None or not repo.unfinished_journals(conn, row.id):
             return []
     try:
-        with holding_store(app, row.id, store.name):
+        with shielded(), holding_store(app, row.id, store.name):
             with engine.connect() as conn:
                 pending = repo.unfinished_journals(conn, row.id)
             return _roll_forward(app, store, row, pending)

@@ -10,7 +10,7 @@ import pytest
 from daemon.cli.main import cli
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-COMMANDS = sorted(cli.commands)
+COMMANDS = sorted(name for name, command in cli.commands.items() if not command.hidden)
 
 
 @pytest.mark.parametrize("name", COMMANDS)

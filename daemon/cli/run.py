@@ -1,0 +1,113 @@
+"""``dreamd run`` (the scheduled daemon), ``dreamd status``, and the daemon's pass worker."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from daemon.cli.render import emit_json
+
+
+@click.command("run")
+@click.option("--stop-timeout", type=click.FloatRange(min=0), default=120.0, show_default=True, metavar="SECONDS", help="On SIGTERM, how long running passes may take before they are told to stop.")
+@click.option("--max-parallel", type=click.IntRange(min=1), default=2, show_default=True, help="Passes (over different stores) at once.")
+@click.pass_obj
+def run_command(settings, stop_timeout: float, max_parallel: int) -> None:  # noqa: ANN001
+    """Run passes on each configured store's schedule until SIGTERM.
+
+    Each store's `every = "6h"` or `cron = "0 3 * * 0"` (crontab meaning, local time) sets
+    when; every pass runs in a worker process. Speaks systemd's notify protocol (READY,
+    STATUS, WATCHDOG, STOPPING). SIGHUP reloads the config; an invalid one is refused and
+    the running one kept. SIGTERM lets running passes finish (up to --stop-timeout), stops
+    them at a safe point after that, and exits 0.
+    """
+    import os
+
+    from daemon.core.errors import ConfigError
+    from daemon.logs import configure, route_library_logs
+    from daemon.scheduler.runner import Daemon, RunOptions
+
+    configure(settings.debug, info=True)
+    route_library_logs("apscheduler")
+    chosen = settings.config_path or os.environ.get("DREAMD_CONFIG")
+    if not chosen:
+        raise ConfigError("dreamd run needs a config file with [[stores]]", hint="give --config FILE or set DREAMD_CONFIG")
+    options = RunOptions(Path(chosen).expanduser().resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel)
+    Daemon(options).run()
+
+
+@click.command("worker", hidden=True)
+@click.argument("store_name")
+@click.pass_obj
+def worker_command(settings, store_name: str) -> None:  # noqa: ANN001
+    """Internal: one pass for ``dreamd run``. Config text on stdin, one JSON line out."""
+    from daemon.config import config_from_text
+    from daemon.core.errors import DreamdError
+    from daemon.service.context import App, resolve_db_url
+    from daemon.service.interrupt import install
+    from daemon.logs import configure
+    from daemon.service.passes import run_pass
+
+    configure(settings.debug, info=True)
+    install()  # SIGTERM from the daemon: stop at the next safe point
+    config = config_from_text(sys.stdin.read(), Path(settings.config_path or "config.toml"))
+    settings._app = App(config=config, db_url=resolve_db_url(settings.db, config), surface="daemon", actor="daemon")
+    try:
+        report = run_pass(settings._app, config.store(store_name))
+    except DreamdError as exc:
+        click.echo(_json_line({"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code}))
+        raise
+    click.echo(_json_line({"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats}))
+
+
+def _json_line(value: object) -> str:
+    import json
+
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+@click.command("status")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
+@click.pass_obj
+def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
+    """Each configured store: schedule, next run, last pass, proposals waiting for review."""
+    from daemon.core.errors import ConfigError
+    from daemon.scheduler.state_file import read_state
+    from daemon.service.status import store_status
+
+    app = settings.app()
+    if not app.config.stores:
+        raise ConfigError("status needs stores in the config ([[stores]])", hint="give --config FILE")
+    daemon = read_state()
+    scheduled = (daemon or {}).get("stores", {})
+    rows = []
+    for name, store in sorted(app.config.stores.items()):
+        live = scheduled.get(name, {})
+        row = {"store": name, "schedule": store.schedule.describe(), "next_run": live.get("next_run"), "running": bool(live.get("running")), **store_status(app, name)}
+        rows.append(row)
+    if as_json:
+        emit_json({"daemon": {"pid": daemon["pid"], "started_at": daemon["started_at"]} if daemon else None, "stores": rows})
+        return
+    click.echo(f"daemon: running, pid {daemon['pid']}, since {daemon['started_at'][:19]}" if daemon else "daemon: not running on this host")
+    for row in rows:
+        click.echo(_status_text(row))
+
+
+def _status_text(row: dict) -> str:
+    last = row["last_pass"]
+    if last is None:
+        last_text = "no pass yet"
+    else:
+        when = str(last["finished_at"] or last["started_at"])[:19]
+        last_text = f"#{last['id']} {last['status']} {when} ({last['new']} new, {last['refused']} refused"
+        last_text += f", {last['tokens']} tokens" if last["tokens"] else ""
+        last_text += f", ${last['cost']:.4f}" if last["cost"] else ""
+        last_text += ")" + (f": {last['error']}" if last.get("error") else "")
+    waiting = row["proposals"].get("pending", 0)
+    next_text = "passing now" if row["running"] else (f"next {row['next_run'][:19]}" if row["next_run"] else "next: (daemon not running)")
+    return f"{row['store']}: {row['schedule']}; {next_text}; last {last_text}; {waiting} pending"
+
+
+COMMANDS = [run_command, worker_command, status_command]

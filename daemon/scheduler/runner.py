@@ -1,0 +1,281 @@
+"""The daemon: one APScheduler job per store, each pass in a worker process.
+
+The main thread owns signals and systemd's watchdog; APScheduler's BackgroundScheduler
+fires jobs in a small thread pool, and each job only waits on its worker. Stopping is
+pause → drain → shut down, in that order: with nothing left to submit, APScheduler's
+``shutdown(wait=True)`` cannot race a job being submitted as it closes its executor.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from daemon.config import Config, StoreConfig, config_from_text
+from daemon.core.errors import ConfigError, DreamdError
+from daemon.scheduler import state_file
+from daemon.scheduler.notify import Notifier
+from daemon.scheduler.worker import Worker, WorkerResult, worker_command
+
+log = structlog.get_logger("dreamd.daemon")
+
+MISFIRE_GRACE_S = 3600  # a run missed by up to an hour (busy, suspended) still happens, once
+TICK_S = 0.25  # how often the main thread looks at its flags; signals only set flags
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    config_path: Path
+    db_url: str | None = None  # --db, handed on to workers
+    debug: bool = False
+    stop_timeout: float = 120.0  # SIGTERM: how long running passes may take to finish
+    kill_after: float = 10.0  # then: how long a worker told to stop may take before SIGKILL
+    max_parallel: int = 2  # passes at once (one per store at most)
+
+
+class Daemon:
+    def __init__(self, options: RunOptions, notifier: Notifier | None = None) -> None:
+        self.options = options
+        self.notifier = notifier or Notifier()
+        self.config, self._config_text = self._load()  # a bad config at start is an error, not a daemon
+        self._lock = threading.RLock()
+        self._workers: dict[str, Worker] = {}
+        self._active_jobs = 0  # job threads not yet returned; shutdown waits for none
+        self._last: dict[str, dict[str, Any]] = {}
+        self._stop_requests = 0
+        self._reload_requested = False
+        self._stopping = False
+        self._started = dt.datetime.now(dt.timezone.utc)
+        self._next_beat = 0.0
+        self.scheduler: Any = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def run(self) -> int:
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        self._install_signals()
+        self.scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(max_workers=self.options.max_parallel)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": MISFIRE_GRACE_S},
+        )
+        for store in self.config.stores.values():
+            self._add_job(store)
+        self.scheduler.start(paused=True)  # READY=1 goes out before the first pass starts
+        log.info("daemon.started", pid=os.getpid(), stores=sorted(self.config.stores), config=str(self.options.config_path))
+        self.notifier.ready(self._publish(send=False))
+        self.scheduler.resume()
+        self._loop()
+        self._shutdown()
+        return 0
+
+    def _install_signals(self) -> None:
+        signal.signal(signal.SIGTERM, self._on_stop)
+        signal.signal(signal.SIGINT, self._on_stop)
+        signal.signal(signal.SIGHUP, self._on_reload)
+
+    def _on_stop(self, signum: int, frame: Any) -> None:
+        self._stop_requests += 1  # a second request stops running passes without waiting
+
+    def _on_reload(self, signum: int, frame: Any) -> None:
+        self._reload_requested = True
+
+    def _loop(self) -> None:
+        """Until asked to stop: feed the watchdog, reload on SIGHUP."""
+        while not self._stop_requests:
+            self._beat()
+            if self._reload_requested:
+                self._reload_requested = False
+                self._reload()
+            time.sleep(TICK_S)
+
+    def _beat(self) -> None:
+        interval = self.notifier.watchdog_interval
+        if interval and time.monotonic() >= self._next_beat:
+            self.notifier.watchdog()
+            self._next_beat = time.monotonic() + interval
+
+    def _shutdown(self) -> None:
+        """Pause, let running passes finish (up to stop_timeout), stop the rest, shut down."""
+        with self._lock:
+            self._stopping = True
+            running = sorted(self._workers)
+        self.scheduler.pause()
+        log.info("daemon.stopping", running=running, stop_timeout=self.options.stop_timeout)
+        self.notifier.stopping(f"stopping; waiting for {len(running)} running pass(es)")
+        self._drain(time.monotonic() + self.options.stop_timeout, until_second_request=True)
+        with self._lock:
+            workers = list(self._workers.values())
+        for worker in workers:
+            log.warning("pass.stopping", store=worker.store, worker_pid=worker.pid)
+            worker.terminate()
+        self._drain(time.monotonic() + self.options.kill_after)
+        with self._lock:
+            workers = list(self._workers.values())
+        for worker in workers:
+            log.error("pass.killed", store=worker.store, worker_pid=worker.pid)
+            worker.kill()
+        self._drain(float("inf"))
+        self.scheduler.shutdown(wait=True)
+        state_file.remove_state(os.getpid())
+        log.info("daemon.stopped")
+
+    def _drain(self, deadline: float, until_second_request: bool = False) -> None:
+        """Wait until no job thread is left (its worker ended and it has recorded the pass)."""
+        while time.monotonic() < deadline:
+            with self._lock:
+                if not self._active_jobs:
+                    return
+            if until_second_request and self._stop_requests > 1:
+                return
+            self._beat()
+            time.sleep(TICK_S)
+
+    # -- config ------------------------------------------------------------------------
+
+    def _load(self) -> tuple[Config, str]:
+        path = self.options.config_path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"config file {path} cannot be read: {exc.__class__.__name__}") from None
+        config = config_from_text(text, path)
+        if not config.stores:
+            raise ConfigError(f"config {path} has no [[stores]] to schedule")
+        return config, text
+
+    def _reload(self) -> None:
+        """SIGHUP: apply a new config; an invalid one keeps the running one, and says why."""
+        self.notifier.reloading()
+        try:
+            config, text = self._load()
+        except DreamdError as exc:
+            log.error("config.reload_failed", error=exc.one_line(), kept=sorted(self.config.stores))
+            self.notifier.ready(self._publish(note=f"reload refused: {exc}", send=False))
+            return
+        old = self.config.stores
+        removed = sorted(set(old) - set(config.stores))
+        added = sorted(set(config.stores) - set(old))
+        changed = sorted(n for n in set(old) & set(config.stores) if old[n].schedule != config.stores[n].schedule)
+        with self._lock:
+            self.config, self._config_text = config, text
+        for name in removed + changed:
+            self.scheduler.remove_job(name)
+        for name in added + changed:
+            self._add_job(config.stores[name])
+        log.info("config.reloaded", added=added, removed=removed, rescheduled=changed)
+        self.notifier.ready(self._publish(send=False))
+
+    def _add_job(self, store: StoreConfig) -> None:
+        """An interval store runs its first pass now; a cron store waits for its time."""
+        first = {"next_run_time": dt.datetime.now(dt.timezone.utc)} if store.schedule.every else {}
+        self.scheduler.add_job(self._pass_job, store.schedule.trigger(), args=[store.name], id=store.name, name=store.name, **first)
+
+    # -- passes ------------------------------------------------------------------------
+
+    def _pass_job(self, name: str) -> None:
+        """One scheduled pass: a worker process runs it; this thread waits and records."""
+        with self._lock:
+            if self._stopping or name not in self.config.stores:
+                return
+            self._active_jobs += 1
+        try:
+            self._run_worker(name)
+        finally:
+            with self._lock:
+                self._active_jobs -= 1
+
+    def _run_worker(self, name: str) -> None:
+        with self._lock:
+            command = worker_command(name, str(self.options.config_path), self.options.db_url, self.options.debug)
+            worker = Worker(name, command, self._config_text)
+            self._workers[name] = worker
+        log.info("pass.started", store=name, worker_pid=worker.pid)
+        self._publish()
+        try:
+            result = worker.wait()
+        finally:
+            with self._lock:
+                self._workers.pop(name, None)
+        if result.code != 0:  # died, or stopped at a point where it could not record its end
+            self._record_death(result)
+        self._last[name] = _summary(result)
+        log_method = log.info if result.code == 0 else log.error
+        log_method("pass.finished", store=name, worker_pid=worker.pid, **self._last[name])
+        self._publish()
+
+    def _record_death(self, result: WorkerResult) -> None:
+        """A worker that died may have left its pass "running": close it as failed now."""
+        try:
+            from daemon.service.context import App, resolve_db_url
+            from daemon.service.orphans import close_dead_passes
+
+            app = App(config=self.config, db_url=resolve_db_url(self.options.db_url, self.config), surface="daemon", actor="daemon")
+            try:
+                close_dead_passes(app, why=f"the worker running it died ({result.describe()})")
+            finally:
+                app.close()
+        except DreamdError as exc:  # the next pass over the store closes it instead
+            log.error("pass.death_unrecorded", store=result.store, error=exc.one_line())
+
+    # -- status ------------------------------------------------------------------------
+
+    def _publish(self, note: str = "", send: bool = True) -> str:
+        """Write daemon.json for ``dreamd status`` and return systemd's one-line STATUS."""
+        with self._lock:
+            stores = {}
+            for name, store in sorted(self.config.stores.items()):
+                # while stopping, APScheduler's locks belong to shutdown: no next runs anyway
+                job = self.scheduler.get_job(name) if self.scheduler and not self._stopping else None
+                next_run = getattr(job, "next_run_time", None)
+                stores[name] = {
+                    "schedule": store.schedule.describe(),
+                    "next_run": next_run.isoformat() if next_run else None,
+                    "running": name in self._workers,
+                    "last": self._last.get(name),
+                }
+            data = {"pid": os.getpid(), "started_at": self._started.isoformat(), "config": str(self.options.config_path), "stores": stores}
+        try:
+            state_file.write_state(data)
+        except OSError as exc:
+            log.warning("status.unwritable", error=exc.__class__.__name__)
+        line = _status_line(stores, note)
+        if send:
+            self.notifier.status(line)
+        return line
+
+
+def _summary(result: WorkerResult) -> dict[str, Any]:
+    report = result.report
+    stats = report.get("stats") or {}
+    summary = {"status": report.get("status", "failed"), "pass_id": report.get("pass_id"), "at": dt.datetime.now(dt.timezone.utc).isoformat()}
+    summary.update({k: stats[k] for k in ("pending", "refused", "notes") if k in stats})
+    if result.code != 0:
+        summary.update(status="failed", error=result.describe())
+    return summary
+
+
+def _status_line(stores: dict[str, dict[str, Any]], note: str) -> str:
+    running = [n for n, s in stores.items() if s["running"]]
+    upcoming = sorted((s["next_run"], n) for n, s in stores.items() if s["next_run"])
+    parts = [f"{len(stores)} store(s)"]
+    if running:
+        parts.append(f"passing: {', '.join(running)}")
+    done = sorted(((s["last"]["at"], n, s["last"]) for n, s in stores.items() if s["last"]), key=lambda item: item[0])
+    if done:
+        _, name, last = done[-1]
+        parts.append(f"last: {name} {last['status']}" + (f", {last['pending']} new" if last.get("pending") else ""))
+    if upcoming:
+        parts.append(f"next: {upcoming[0][1]} at {upcoming[0][0][:16]}")
+    if note:
+        parts.append(note)
+    return "; ".join(parts)
