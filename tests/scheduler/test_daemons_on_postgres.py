@@ -1,0 +1,43 @@
+"""Two daemons sharing one PostgreSQL database never pass over the same store at once."""
+
+from __future__ import annotations
+
+import time
+
+from daemon.db import repo
+from daemon.db.engine import open_engine
+
+from .conftest import wait_for, write_config
+
+
+def _write_store(make_store, notes: int = 250):
+    files = {f"n-{i:03d}.md": f"# N {i}\n\n" + " ".join(f"w{(i * 13 + j) % 700}" for j in range(200)) + "\n" for i in range(notes)}
+    return make_store(files, name="shared")
+
+
+def test_two_daemons_take_turns_on_a_shared_store(pg_url, tmp_path, make_store, start_daemon):
+    root = _write_store(make_store)
+    engine = open_engine(pg_url)  # migrated once, before the daemons start
+    configs = [write_config(tmp_path / f"config-{n}.toml", pg_url, [{"name": "shared", "path": str(root), "preset": "generic", "every": "1s", "jitter": "0s"}]) for n in (1, 2)]
+    daemons = [start_daemon(config) for config in configs]
+
+    def passes():
+        with engine.connect() as conn:
+            return list(conn.execute(repo.t.passes.select().order_by(repo.t.passes.c.id)))
+
+    try:
+        wait_for(lambda: sum(p.status == "skipped" and "store busy" in (p.error or "") for p in passes()) >= 2, timeout=90, what="a daemon finding the store busy")
+        time.sleep(2)
+        assert [d.stop() for d in daemons] == [0, 0]
+        rows = passes()
+    finally:
+        engine.dispose()
+    runners = {p.runner.rpartition(":")[0] for p in rows}
+    assert len(runners) == 1 and len({p.runner for p in rows}) > 2  # workers of both daemons, one host
+    worked = sorted((p.started_at, p.finished_at, p.id) for p in rows if p.status == "completed" or (p.status == "skipped" and "store busy" not in (p.error or "")))
+    assert worked and all(p.status in ("completed", "skipped") for p in rows)
+    busy = [p for p in rows if p.status == "skipped" and "store busy" in (p.error or "")]
+    assert all("being written by" in p.error for p in busy)
+    # a pass that did the work held the lease throughout: such passes never overlap
+    for (_, end, first), (start, _, second) in zip(worked, worked[1:]):
+        assert end <= start, f"passes {first} and {second} overlapped"
