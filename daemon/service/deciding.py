@@ -1,7 +1,8 @@
 """The decide step of a pass: a store's policy accepts, rejects or holds each new proposal.
 
 Decisions are recorded like a person's, with the policy as actor (``policy:<name>@<hash>``),
-bound to the proposal's hashes. Held proposals simply stay pending for review. With the
+bound to the proposal's hashes. Held proposals stay pending for review, and each later pass
+lets the policy decide them again (budgets renew, policies change). With the
 store's ``apply = "accepted"``, what the policy accepted is applied at the end of the pass,
 through the same compare-and-swap and journal as ``dreamd apply``.
 """

@@ -144,14 +144,21 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
         last = repo.last_completed_pass(conn, store_id)
         due = last.next_due_at if last else None
         unchanged = last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due)
-        if unchanged and not (store.llm is not None and unfinished(last.stats)):
+        skip = unchanged and not (store.llm is not None and unfinished(last.stats))
+        if skip:
             report.status = "skipped"
             repo.finish_pass(conn, store_id, pass_id, status="skipped", finished_at=now, root_hash=scan.root_hash, planner=fingerprint, next_due_at=due, stats=report.stats)
             repo.add_event(conn, store_id, "pass.skipped", app.actor, app.surface, now, {"reason": "store and due times unchanged"}, pass_id=pass_id)
-            return report
-        report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
-        report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
-        remembered = _remembered(conn, store_id)
+        else:
+            report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
+            report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
+            remembered = _remembered(conn, store_id)
+    if skip:
+        if store.policy is not None:  # a spent budget may have renewed since: decide what was held
+            _decide(app, store, store_id, report)
+            with app.engine().begin() as conn:
+                repo.finish_pass(conn, store_id, pass_id, stats=report.stats)
+        return report
     _store_all(app, store_id, pass_id, _plan(app, observed, now, remembered), report, now)
     if store.llm is not None:
         with app.engine().connect() as conn:
@@ -167,13 +174,20 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
             raise PlannerError(f"the model part of the pass failed: {llm.error}")
         _store_all(app, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
     if store.policy is not None:
-        pending = [o.id for o in report.outcomes if o.state == PENDING and o.id is not None]
-        report.policy = decide_by_policy(app, store, store_id, pending).stats()
+        _decide(app, store, store_id, report)
     with app.engine().begin() as conn:
         next_due = earliest_due(observed.view, now, app.config.planner)
         repo.finish_pass(conn, store_id, pass_id, status="completed", finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
         repo.add_event(conn, store_id, "pass.completed", app.actor, app.surface, now, report.stats, pass_id=pass_id)
     return report
+
+
+def _decide(app: App, store: StoreConfig, store_id: int, report: PassReport) -> None:
+    """The policy decides every pending proposal, oldest first: this pass's new ones and
+    those it held before (a per-pass or daily budget spent then, or a policy changed since)."""
+    with app.engine().connect() as conn:
+        pending = [row.id for row in repo.list_proposals(conn, store_id, [PENDING])]
+    report.policy = decide_by_policy(app, store, store_id, pending).stats()
 
 
 def _store_all(app: App, store_id: int, pass_id: int, planned: Iterator[Planned], report: PassReport, now: dt.datetime) -> None:

@@ -79,3 +79,35 @@ def test_a_broken_policy_is_refused_when_the_config_is_read(tmp_path):
     with pytest.raises(ConfigError) as refused:
         _config(tmp_path, policy=str(bad))
     assert "bad.toml:3" in str(refused.value) and "lossy" in str(refused.value)
+
+
+ONE_PER_PASS = """
+name = "one-per-pass"
+[limits]
+max_per_pass = 1
+[[rules]]
+reason = "exact duplicates lose nothing"
+decide = "accept"
+kind = "merge"
+source = "detector:exact-duplicate@*"
+lossy = false
+"""
+
+
+def test_proposals_held_by_a_spent_budget_are_decided_by_later_passes(make_store, make_app, tmp_path, read_tree):
+    """A per-pass budget holds the rest; the next passes (skipped: nothing changed) accept them one by one."""
+    files = {}
+    for i in range(3):
+        body = f"# Topic {i}\n\nBuild flag -O{i} with cache key k{i * 17} and nothing else.\n"
+        files[f"t{i}.md"] = files[f"t{i}-copy.md"] = body
+    root = make_store(files)
+    (tmp_path / "one.toml").write_text(ONE_PER_PASS)
+    config = parse_config({"stores": [{"name": "s", "path": str(root), "preset": "generic", "policy": str(tmp_path / "one.toml")}]})
+    app = make_app(config)
+    before = read_tree(root)
+    reports = [run_pass(app, config.stores["s"]) for _ in range(4)]
+    assert [r.status for r in reports] == ["completed", "skipped", "skipped", "skipped"]
+    assert [(r.policy["accepted"], r.policy["held"]) for r in reports] == [(1, 2), (1, 1), (1, 0), (0, 0)]
+    ids = [o.id for o in reports[0].outcomes if o.id]
+    assert [get_proposal(app, i).state for i in ids] == ["accepted"] * 3
+    assert read_tree(root) == before  # apply = "never": accepted, not written
