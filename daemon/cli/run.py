@@ -39,9 +39,10 @@ def run_command(settings, stop_timeout: float, max_parallel: int) -> None:  # no
 
 
 @click.command("worker", hidden=True)
-@click.argument("store_name")
+@click.argument("store_name", required=False)
+@click.option("--check-database", is_flag=True, help="Only open (and migrate) the state database.")
 @click.pass_obj
-def worker_command(settings, store_name: str) -> None:  # noqa: ANN001
+def worker_command(settings, store_name: str | None, check_database: bool) -> None:  # noqa: ANN001
     """Internal: one pass for ``dreamd run``. Config text on stdin, one JSON line out."""
     from daemon.config import config_from_text
     from daemon.core.errors import DreamdError
@@ -54,6 +55,9 @@ def worker_command(settings, store_name: str) -> None:  # noqa: ANN001
     install()  # SIGTERM from the daemon: stop at the next safe point
     config = config_from_text(sys.stdin.read(), Path(settings.config_path or "config.toml"))
     settings._app = App(config=config, db_url=resolve_db_url(settings.db, config), surface="daemon", actor="daemon")
+    if check_database or not store_name:
+        settings._app.engine()
+        return
     try:
         report = run_pass(settings._app, config.store(store_name))
     except DreamdError as exc:

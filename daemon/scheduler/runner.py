@@ -23,7 +23,7 @@ from daemon.config import Config, StoreConfig, config_from_text
 from daemon.core.errors import ConfigError, DreamdError
 from daemon.scheduler import state_file
 from daemon.scheduler.notify import Notifier
-from daemon.scheduler.worker import Worker, WorkerResult, worker_command
+from daemon.scheduler.worker import Worker, WorkerResult, check_database, worker_command
 
 log = structlog.get_logger("dreamd.daemon")
 
@@ -63,6 +63,7 @@ class Daemon:
         from apscheduler.executors.pool import ThreadPoolExecutor
         from apscheduler.schedulers.background import BackgroundScheduler
 
+        self._open_database()
         self._install_signals()
         self.scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max_workers=self.options.max_parallel)},
@@ -77,6 +78,16 @@ class Daemon:
         self._loop()
         self._shutdown()
         return 0
+
+    def _open_database(self) -> None:
+        """Open (and migrate) the state database once, before READY, in a short-lived worker:
+        an unreachable or too-new database fails the start with its one-line error instead
+        of failing every pass, workers never race to migrate a new database, and the
+        daemon itself never imports the database layer (it stays ~30 MB)."""
+        command = worker_command(None, str(self.options.config_path), self.options.db_url, self.options.debug)
+        code = check_database(command, self._config_text)
+        if code != 0:
+            raise SystemExit(code)  # the worker has said why on stderr, in one line
 
     def _install_signals(self) -> None:
         signal.signal(signal.SIGTERM, self._on_stop)

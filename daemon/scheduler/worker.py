@@ -40,7 +40,8 @@ class WorkerResult:
         return f"worker exited with {self.code}"
 
 
-def worker_command(store: str, config_path: str | None, db_url: str | None, debug: bool) -> list[str]:
+def worker_command(store: str | None, config_path: str | None, db_url: str | None, debug: bool) -> list[str]:
+    """The worker's command line; ``store`` None: only open (and migrate) the database."""
     command = [sys.executable, "-m", "daemon"]
     if config_path:
         command += ["--config", config_path]
@@ -48,7 +49,13 @@ def worker_command(store: str, config_path: str | None, db_url: str | None, debu
         command += ["--db", db_url]
     if debug:
         command.append("--debug")
-    return [*command, "worker", store]
+    return [*command, "worker", *([store] if store else ["--check-database"])]
+
+
+def check_database(command: list[str], config_text: str) -> int:
+    """Run a database-only worker to its end; its exit code (0: the database is ready)."""
+    env = {k: v for k, v in os.environ.items() if k not in SYSTEMD_VARS}
+    return subprocess.run(command, input=config_text, stdout=subprocess.DEVNULL, text=True, env=env).returncode
 
 
 class Worker:

@@ -149,3 +149,14 @@ def test_a_worker_killed_mid_pass_is_a_failed_pass_and_the_daemon_goes_on(tmp_pa
     wait_for(lambda: [r for r in _passes(db_url) if r.status == "completed"], timeout=60, what="a later pass completing")
     assert daemon.process.poll() is None
     assert daemon.stop() == 0
+
+
+def test_an_unreachable_database_fails_the_start_in_one_line(tmp_path, example_store, start_daemon, notify_socket):
+    """No READY=1, exit 4 (state database), one line: systemd sees a failed start."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the database folder should be\n")
+    config = write_config(tmp_path / "config.toml", f"sqlite:///{blocker / 'state.db'}", [{"name": "demo", "path": str(example_store), "preset": "deepcode"}])
+    daemon = start_daemon(config, notify=notify_socket)
+    assert daemon.process.wait(30) == 4
+    assert len(daemon.log().strip().splitlines()) == 1 and daemon.log().startswith("error[state]")
+    assert "READY=1" not in notify_socket.lines()
