@@ -190,3 +190,17 @@ def test_a_pass_stopped_at_its_budget_goes_on_where_it_stopped(make_store, make_
         keys.append([r.key for r in model.requests[sum(len(k) for k in keys):]])
     assert keys[:2] == [["build-howto.md|build.md"], ["status-1.md|status-2.md"]], keys
     assert statuses == ["completed", "completed", "skipped", "skipped"] and keys[2:] == [[], []]
+
+
+def test_status_reports_the_last_passes_tokens_and_cost(make_store, make_app):
+    """``dreamd status`` reads the last pass's model tokens and cost and the pending count."""
+    from daemon.service.status import store_status
+
+    model = FakeModel().enqueue(_merge_reply(), prompt_tokens=420, completion_tokens=90, cost=0.0021)
+    _, app, store = _setup(make_store, make_app, model)
+    report = run_pass(app, store)
+    shown = store_status(app, "s")
+    assert shown["last_pass"]["id"] == report.pass_id and shown["last_pass"]["status"] == "completed"
+    assert (shown["last_pass"]["tokens"], shown["last_pass"]["cost"]) == (510, 0.0021)
+    assert shown["proposals"]["pending"] == report.count("pending") == shown["last_pass"]["new"]
+    assert store_status(app, "unknown") == {"last_pass": None, "proposals": {}}
