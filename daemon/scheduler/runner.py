@@ -201,6 +201,8 @@ class Daemon:
             self._active_jobs += 1
         try:
             self._run_worker(name)
+        except OSError as exc:  # no worker could be started (fork limits, memory): try next time
+            log.error("pass.not_started", store=name, error=f"{exc.__class__.__name__}: {exc}")
         finally:
             with self._lock:
                 self._active_jobs -= 1

@@ -1,0 +1,28 @@
+"""The Daemon object in-process: what a job thread does when a worker cannot start."""
+
+from __future__ import annotations
+
+import structlog
+
+from daemon.scheduler import worker as worker_module
+from daemon.scheduler.runner import Daemon, RunOptions
+
+from .conftest import write_config
+
+
+def test_a_worker_that_cannot_start_is_logged_and_the_job_ends_cleanly(tmp_path, example_store, monkeypatch):
+    config = write_config(tmp_path / "config.toml", f"sqlite:///{tmp_path / 'state.db'}", [{"name": "demo", "path": str(example_store), "preset": "deepcode"}])
+    daemon = Daemon(RunOptions(config_path=config))
+    monkeypatch.setattr(worker_module.sys, "executable", str(tmp_path / "no-such-python"))
+    with structlog.testing.capture_logs() as logs:
+        daemon._pass_job("demo")
+    assert [e["event"] for e in logs] == ["pass.not_started"] and "FileNotFoundError" in logs[0]["error"]
+    assert daemon._active_jobs == 0 and daemon._workers == {}
+
+
+def test_a_job_for_a_store_removed_by_a_reload_does_nothing(tmp_path, example_store):
+    config = write_config(tmp_path / "config.toml", f"sqlite:///{tmp_path / 'state.db'}", [{"name": "demo", "path": str(example_store), "preset": "deepcode"}])
+    daemon = Daemon(RunOptions(config_path=config))
+    with structlog.testing.capture_logs() as logs:
+        daemon._pass_job("gone")
+    assert logs == [] and daemon._active_jobs == 0
