@@ -30,10 +30,14 @@ def _pass_view(row: Any) -> dict[str, Any]:
     stats = row.stats or {}
     llm = stats.get("llm") or {}
     view = {
-        "id": row.id, "status": row.status, "started_at": row.started_at, "finished_at": row.finished_at,
+        "id": row.id, "status": row.status, "started_at": _iso(row.started_at), "finished_at": _iso(row.finished_at),
         "by": row.actor, "new": stats.get("pending", 0), "refused": stats.get("refused", 0), "notes": stats.get("notes"),
         "tokens": (llm.get("prompt_tokens", 0) + llm.get("completion_tokens", 0)) if llm else 0, "cost": llm.get("cost") if llm else None,
     }  # fmt: skip
     if row.error:
         view["error"] = row.error
     return view
+
+
+def _iso(moment: Any) -> str | None:
+    return moment.isoformat() if moment is not None else None
