@@ -20,17 +20,19 @@ NOTE = re.compile(r'<note id="(n\d+)" path="([^"]+)"')
 
 # The llm planner (detectors + model) replaying Qwen2.5-Coder-1.5B's answers, recorded with
 # tokens_per_call 2500 and max_output_tokens 700 (bench/eval_llm.md). Measured: the model made
-# 5 proposals (and a 6th reply was cut off at 700 tokens); all 5 were refused by the planner's
-# checks, 4 for a quote not verbatim in its note, so the scored figures are the detectors'.
+# 5 proposals (and a 6th reply was cut off at 700 tokens). 3 are refused by the planner's checks
+# (2 quotes not in the note, 1 naming the older note as newer); 1 repeats a detector proposal;
+# 1, a merge of a progress chain (the labels say supersede), passes the checks as a lossy merge:
+# pending for a person, never for a policy, and scored as the one merge false positive it is.
 LLM_KINDS = {
-    "merge": {"tp": 5, "fp": 1, "fn": 5, "precision": 0.833, "recall": 0.5},
+    "merge": {"tp": 5, "fp": 2, "fn": 5, "precision": 0.714, "recall": 0.5},
     "supersede": {"tp": 2, "fp": 0, "fn": 7, "precision": 1.0, "recall": 0.222},
     "soft-expire": {"tp": 3, "fp": 0, "fn": 1, "precision": 1.0, "recall": 0.75},
     "retire": {"tp": 5, "fp": 0, "fn": 8, "precision": 1.0, "recall": 0.385},
     "reindex": {"tp": 3, "fp": 0, "fn": 0, "precision": 1.0, "recall": 1.0},
 }
-LLM_TOTALS = {"calls": 6, "prompt_tokens": 8431, "completion_tokens": 2355, "truncated": 1, "model_proposals": 0, "replay_misses": 0}
-REFUSED_PER_STORE = {"claude-code-webapp": 1, "cline-shop": 1, "deepcode-billing": 1, "deepcode-pipeline": 0, "generic-ops": 1, "serena-goasync": 1}
+LLM_TOTALS = {"calls": 6, "prompt_tokens": 8431, "completion_tokens": 2355, "truncated": 1, "model_proposals": 1, "replay_misses": 0}
+REFUSED_PER_STORE = {"claude-code-webapp": 0, "cline-shop": 1, "deepcode-billing": 1, "deepcode-pipeline": 0, "generic-ops": 0, "serena-goasync": 1}
 
 
 
@@ -94,11 +96,12 @@ def test_replayed_local_qwen_scores_exactly(cli):
     # what candidate selection showed the model: 3 paraphrased pairs never shared a call
     assert llm["coverage"] == {"merge": {"sent": 7, "expected": 10}, "retire": {"sent": 11, "expected": 13}}
     assert out["overall"]["kinds"] == LLM_KINDS
-    assert (out["overall"]["refused"], out["overall"]["lossy"], out["destructive"]) == (5, 0, 0)
+    assert (out["overall"]["refused"], out["overall"]["lossy"], out["destructive"]) == (3, 1, 0)
     assert {s["store"]: s["score"]["refused"] for s in out["stores"]} == REFUSED_PER_STORE
     assert all(s["llm"]["calls"] == 1 and s["llm"]["error"] is None and s["llm"]["stopped"] is None for s in out["stores"])
     assert next(s for s in out["stores"] if s["store"] == "deepcode-pipeline")["llm"]["truncated"] == 1
-    assert out["counts"]["merge"] == {"pending": 6, "refused": 2} and out["counts"]["supersede"] == {"pending": 2, "refused": 3}
+    assert out["counts"]["merge"] == {"pending": 7, "refused": 1}
+    assert out["counts"]["supersede"] == {"duplicate": 1, "pending": 2, "refused": 2}
 
 
 def test_llm_without_a_model_is_one_config_line(cli):
@@ -211,7 +214,7 @@ def test_text_report_names_the_replayed_model(cli):
     done = cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--sample", "20")
     assert f"model: openai/local-qwen, replayed from {RECORDING}, recorded from openai/local-qwen (no network)" in done.out
     assert "\nmodel calls per store (cost '-': the model has no price)\n" in done.out
-    assert re.search(r"\noverall +6 +8,431 +2,355 +- +0 +1 +0\n", done.out)
+    assert re.search(r"\noverall +6 +8,431 +2,355 +- +1 +1 +0\n", done.out)
     assert "labeled cases the model was shown: merge groups 7/10 (all notes in one call), retirements 11/13" in done.out
     assert "] supersede [refused] " in done.out and "  refused: evidence quote " in done.out  # the sample says why
 

@@ -19,6 +19,8 @@ planner's error rate and are recorded, never dropped.
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -126,11 +128,25 @@ def _evidence(q: Quote, sent: Sent) -> Evidence:
     if len(quote) < MIN_QUOTE:
         raise _Refused(f"an evidence quote from {path} is too short to show anything ({quote!r})")
     text = sent.texts[path]
-    at = text.find(quote)
-    if at < 0:
+    found = _find_verbatim(text, quote)
+    if found is None:
         raise _Refused(f"evidence quote {_short(quote)!r} is not in {path}; quotes must be verbatim")
+    at, quote = found
     start = text.count("\n", 0, at) + 1
     return Evidence(path, start, start + quote.count("\n"), quote)
+
+
+def _find_verbatim(text: str, quote: str) -> tuple[int, str] | None:
+    """Where ``quote`` is in ``text``, and the text's own bytes there.
+
+    The same words with other whitespace count (a model re-wraps a line it quotes: a line
+    break becomes a space); the evidence then records the note's text, not the model's.
+    """
+    at = text.find(quote)
+    if at >= 0:
+        return at, quote
+    match = re.search(r"\s+".join(re.escape(word) for word in quote.split()), text)
+    return (match.start(), match.group(0)) if match else None
 
 
 def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, ...], confidence: float, sent: Sent, source: str) -> Draft:

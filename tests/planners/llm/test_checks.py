@@ -66,6 +66,25 @@ def test_invented_quote_is_refused() -> None:
     assert isinstance(result, Refusal) and "verbatim" in result.reason
 
 
+def test_a_quote_rewrapped_by_the_model_is_found_and_recorded_as_the_note_has_it() -> None:
+    """A line break quoted as a space (or spaces as a break) is the same text; the evidence
+    keeps the note's own bytes, so what a reviewer reads is verbatim."""
+    v = view(note("a.md", "Run make test\nbefore pushing.\n"), note("b.md", "Run make test before   pushing, always.\n"))
+    sent = sent_for(v, "a.md", "b.md")
+    quotes = [{"note": "n1", "quote": "Run make test before pushing."}, {"note": "n2", "quote": "make test before\npushing"}]
+    draft = check(proposal("merge", survivor="n1", merged_body="Run make test\nbefore pushing.", evidence=quotes), sent, SOURCE)
+    assert isinstance(draft, Draft)
+    assert [(e.path, e.start, e.end, e.quote) for e in draft.evidence] == [
+        ("a.md", 1, 2, "Run make test\nbefore pushing."),
+        ("b.md", 1, 1, "make test before   pushing"),
+    ]
+
+
+def test_other_words_in_a_rewrapped_quote_are_still_refused() -> None:
+    result = merge(evidence=[{"note": "n1", "quote": "Run make test\nbefore merging because CI only checks lint."}])
+    assert isinstance(result, Refusal) and "verbatim" in result.reason
+
+
 def test_quote_from_the_wrong_note_is_refused() -> None:
     result = merge(evidence=[{"note": "n2", "quote": "Integration tests need postgres on port 5433."}])
     assert isinstance(result, Refusal) and "notes/build-howto.md" in result.reason
