@@ -152,10 +152,15 @@ def select(
     shingler, hasher = Shingler(1), MinHasher(DetectorSettings().num_perm)
     sets = [shingler(" ".join(sorted(_words(n))) or f"\0{n.path}") for n in pool]
     sigs = np.stack([hasher.signature(s) for s in sets])
-    near = {a: (sigs == sigs[at[a]]).mean(axis=1) for a in sorted(anchors)}
+    # per anchor, how many of the permutations agree with each note: the Jaccard estimate
+    # times num_perm, kept as one byte a note (a first pass anchors every note: N x N bytes)
+    perms = sigs.shape[1]
+    counts = np.uint8 if perms <= 255 else np.uint16
+    near = {a: (sigs == sigs[at[a]]).sum(axis=1, dtype=counts) for a in sorted(anchors)}
 
     raw: list[tuple[set[str], str]] = []
-    pairs = {(min(at[a], int(i)), max(at[a], int(i))) for a, sim in near.items() for i in np.flatnonzero(sim >= threshold - _MARGIN)}
+    loose = (threshold - _MARGIN) * perms
+    pairs = {(min(at[a], int(i)), max(at[a], int(i))) for a, agree in near.items() for i in np.flatnonzero(agree >= loose)}
     linked = sorted((i, j) for i, j in pairs if i != j and jaccard(sets[i], sets[j]) >= threshold)
     raw += [({paths[i] for i in g}, "similar wording") for g in connected_groups(len(pool), linked)]
     members: dict[tuple[str, str], set[str]] = defaultdict(set)
@@ -164,9 +169,9 @@ def select(
             members[key].add(note.path)
     # a key shared by very many notes says as little as a stopword; status notes stay (newest first)
     raw += [(m, rel) for (rel, _), m in sorted(members.items()) if m & anchors and (len(m) <= MAX_RELATION or rel == STATUS)]
-    for a, sim in near.items():
-        order = [int(i) for i in np.argsort(-sim, kind="stable")[: neighbours + 1]]
-        raw.append(({a} | {paths[i] for i in order if paths[i] != a and sim[i] >= MIN_NEIGHBOUR}, "nearest neighbours"))
+    for a, agree in near.items():
+        order = [int(i) for i in np.argsort(-agree.astype(np.int16), kind="stable")[: neighbours + 1]]
+        raw.append(({a} | {paths[i] for i in order if paths[i] != a and agree[i] >= MIN_NEIGHBOUR * perms}, "nearest neighbours"))
     rank = _Rank(view, at, near)
     groups = [g for m, reason in raw if len(m) > 1 and m & anchors for g in rank.cap(m, reason, anchors, max_group)]
     groups += [Group((p,), ("falls due",), (p,), min_size=1) for p in sorted(anchors & set(due))]
@@ -201,7 +206,7 @@ class _Rank:
     def _similar(self, members: list[str], anchors: list[str], limit: int | None = None) -> list[str]:
         """Members by their best estimated similarity to the anchors, ties by path."""
         idx = np.fromiter((self.at[p] for p in members), dtype=np.int64, count=len(members))
-        best = np.max([self.near[a][idx] for a in anchors], axis=0)
+        best = np.max([self.near[a][idx] for a in anchors], axis=0).astype(np.int16)
         order = np.argsort(-best, kind="stable")  # members are sorted: ties stay in path order
         return [members[int(i)] for i in order[:limit]]
 
