@@ -1,4 +1,4 @@
-"""The only commands that write into stores: ``apply`` and ``revert``."""
+"""The only commands that write into stores: ``apply``, ``revert`` and ``resolve``."""
 
 from __future__ import annotations
 
@@ -40,4 +40,19 @@ def revert_command(settings, proposal_id: int) -> None:  # noqa: ANN001
     click.echo(f"#{result.proposal_id} {result.state}")
 
 
-COMMANDS = [apply_command, revert_command]
+@click.command("resolve")
+@click.argument("journal_id", type=int)
+@click.pass_obj
+def resolve_command(settings, journal_id: int) -> None:  # noqa: ANN001
+    """Close a conflicted journal (see verify): undo dreamd's writes, keep a person's edits."""
+    from daemon.service.resolve import resolve
+
+    done = resolve(settings.app(), journal_id)
+    click.echo(f"journal {done.journal_id} ({done.operation} of #{done.proposal_id}) resolved")
+    for path in done.restored:
+        click.echo(f"  restored {path}")
+    for path in done.kept:
+        click.echo(f"  kept {path} (edited by someone else)")
+
+
+COMMANDS = [apply_command, revert_command, resolve_command]

@@ -467,3 +467,7 @@ def proposal_counts(conn: Connection, store_id: int) -> dict[str, int]:
     """How many of the store's proposals are in each state."""
     query = select(t.proposals.c.state, func.count()).where(t.proposals.c.store_id == store_id).group_by(t.proposals.c.state)
     return {state: int(count) for state, count in conn.execute(query)}
+
+
+def journal_entry(conn: Connection, journal_id: int) -> Any:
+    return conn.execute(select(t.journal).where(t.journal.c.id == journal_id)).first()

@@ -1,0 +1,67 @@
+"""Close a conflicted journal: undo what dreamd wrote, keep what a person wrote.
+
+Recovery closes a journal as ``conflict`` when a file holds neither the bytes dreamd meant
+to replace nor the ones it meant to write: someone edited it while an apply or revert was
+interrupted. Nothing is overwritten then, and ``verify`` keeps saying so. ``resolve`` ends
+that: every file still holding what dreamd wrote gets its earlier bytes back (compare-and-
+swap, under the store's lease), every file someone edited is left as it is, and the
+proposal records why. It is idempotent, so a crash in the middle is mended by running it
+again: files already rolled back are skipped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import structlog
+
+from daemon.core.errors import ProposalError
+from daemon.core.proposals import ACCEPTED, STALE, check_transition
+from daemon.db import repo
+from daemon.service import journal
+from daemon.service.context import App
+from daemon.service.interrupt import shielded
+from daemon.service.leases import holding_store
+from daemon.service.workspace import store_config_for_id
+
+log = structlog.get_logger("dreamd.resolve")
+
+
+@dataclass(frozen=True)
+class Resolution:
+    journal_id: int
+    proposal_id: int
+    operation: str
+    restored: list[str]  # files that held dreamd's bytes and got their earlier ones back
+    kept: list[str]  # files someone edited: left as they are
+
+
+def resolve(app: App, journal_id: int) -> Resolution:
+    with app.engine().connect() as conn:
+        entry = repo.journal_entry(conn, journal_id)
+        if entry is None:
+            raise ProposalError(f"no journal {journal_id}", hint="dreamd verify names conflicted journals")
+        if entry.state != "conflict":
+            raise ProposalError(f"journal {journal_id} is {entry.state}, not in conflict; nothing to resolve")
+        store = store_config_for_id(app, conn, entry.store_id)
+    with shielded(), holding_store(app, entry.store_id, store.name):
+        steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]
+        current = journal.on_disk(store.root, [s.path for s in steps])
+        ours = [s for s in steps if current[s.path] == s.after and s.after != s.before]
+        kept = sorted(s.path for s in steps if current[s.path] not in (s.before, s.after))
+        with app.engine().connect() as conn:
+            blobs = repo.get_blobs(conn, [s.before for s in ours if s.before])
+        journal.write(store.root, {s.path: s.before for s in ours}, blobs, temp_dir=journal.temp_dir_for(store.settings))
+        now = app.clock()
+        restored = sorted(s.path for s in ours)
+        with app.engine().begin() as conn:
+            repo.close_journal(conn, entry.store_id, journal_id, "resolved", now)
+            proposal = repo.get_proposal(conn, entry.store_id, entry.proposal_id)
+            if entry.operation == "apply" and proposal.state == ACCEPTED:
+                check_transition(proposal.state, STALE, entry.proposal_id)
+                reason = f"edited while being applied ({', '.join(kept)}); what dreamd wrote was rolled back"
+                repo.set_state(conn, entry.store_id, entry.proposal_id, STALE, now, reason)
+            payload = {"journal": journal_id, "operation": entry.operation, "restored": restored, "kept": kept}
+            repo.add_event(conn, entry.store_id, "journal.resolved", app.actor, app.surface, now, payload, proposal_id=entry.proposal_id)
+    log.info("journal.resolved", store=store.name, journal=journal_id, restored=len(restored), kept=len(kept))
+    return Resolution(journal_id, entry.proposal_id, entry.operation, restored, kept)

@@ -1,0 +1,75 @@
+"""A journal recovery found in conflict: verify says so, resolve undoes dreamd's part only."""
+
+from __future__ import annotations
+
+import pytest
+
+from daemon.config import adhoc_store
+from daemon.core.errors import ProposalError
+from daemon.db import repo
+from daemon.service import journal
+from daemon.service.history import verify
+from daemon.service.passes import run_pass
+from daemon.service.recovery import recover
+from daemon.service.resolve import resolve
+from daemon.service.review import decide, get_proposal
+from daemon.stores.files import write_atomic
+
+
+def _torn_apply(app, root):
+    """An apply that died after writing one file, then a person edited another it names."""
+    store = adhoc_store(root, "deepcode")
+    report = run_pass(app, store)
+    merge = next(o for o in report.outcomes if o.planned.draft.kind == "merge")
+    decide(app, merge.id, "accept")
+    with app.engine().begin() as conn:
+        store_id = repo.find_store(conn, store.name).id
+        files, blobs = journal.proposal_bytes(conn, store_id, merge.id)
+        changed = {p: (b, r) for p, (b, r) in files.items() if b != r}
+        steps = [{"path": p, "before": b, "after": r} for p, (b, r) in sorted(changed.items())]
+        repo.put_blobs(conn, {r: blobs[r] for _, r in changed.values() if r})
+        journal_id = repo.open_journal(conn, store_id, merge.id, "apply", steps, app.clock())
+    written = next(p for p, (b, r) in sorted(changed.items()) if r and b is None)  # the archived copy
+    edited = next(p for p in sorted(changed) if p != written and (root / p).exists())
+    write_atomic(root, written, blobs[changed[written][1]])  # dreamd got this far
+    (root / edited).write_bytes((root / edited).read_bytes() + b"\nA line someone added meanwhile.\n")
+    return store, merge.id, journal_id, written, edited
+
+
+def test_recovery_leaves_a_conflict_and_resolve_undoes_only_what_dreamd_wrote(example_store, make_app):
+    app = make_app()
+    store, proposal_id, journal_id, written, edited = _torn_apply(app, example_store)
+    edited_bytes = (example_store / edited).read_bytes()
+    assert recover(app, store) == []  # nothing overwritten: a person's edit is in the way
+    problems = verify(app, store).problems
+    assert any(f"journal {journal_id} (apply of proposal {proposal_id}) is conflict" in p for p in problems)
+
+    done = resolve(app, journal_id)
+
+    assert (done.restored, done.kept) == ([written], [edited])
+    assert not (example_store / written).exists()  # the archived copy dreamd had created is gone
+    assert (example_store / edited).read_bytes() == edited_bytes
+    view = get_proposal(app, proposal_id)
+    assert view.state == "stale" and "edited while being applied" in view.state_reason
+    assert not any("journal" in p for p in verify(app, store).problems)
+    with app.engine().connect() as conn:
+        events = [e.type for e in conn.execute(repo.t.events.select().where(repo.t.events.c.proposal_id == proposal_id))]
+    assert events[-2:] == ["journal.conflict", "journal.resolved"]
+    with pytest.raises(ProposalError, match="is resolved, not in conflict"):
+        resolve(app, journal_id)
+
+
+def test_resolve_refuses_an_unknown_or_healthy_journal(example_store, make_app):
+    app = make_app()
+    with pytest.raises(ProposalError, match="no journal 99"):
+        resolve(app, 99)
+
+
+def test_resolve_from_the_cli(example_store, make_app, cli, tmp_path):
+    app = make_app()
+    _, _, journal_id, written, edited = _torn_apply(app, example_store)
+    db = app.db_url
+    assert cli("--db", db, "verify", "--store", str(example_store), "--preset", "deepcode").code == 8
+    done = cli("--db", db, "resolve", str(journal_id))
+    assert done.code == 0, done.err
+    assert f"restored {written}" in done.out and f"kept {edited} (edited by someone else)" in done.out
