@@ -4,7 +4,7 @@ An unfinished journal means an apply or revert died mid-way. Every file it names
 its before or after state (each write is atomic), and all after-bytes are blobs, so
 recovery rolls forward: it writes what is missing and records the outcome. If a file
 holds neither state, someone edited it meanwhile: the journal is closed as ``conflict``
-and ``dreamd verify`` reports it, with nothing overwritten.
+and ``dreamd verify`` reports it, with nothing overwritten, until ``dreamd resolve`` ends it.
 """
 
 from __future__ import annotations
