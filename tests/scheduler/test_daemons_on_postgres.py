@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from daemon.db import repo
 from daemon.db.engine import open_engine
 
@@ -25,9 +23,15 @@ def test_two_daemons_take_turns_on_a_shared_store(pg_url, tmp_path, make_store, 
         with engine.connect() as conn:
             return list(conn.execute(repo.t.passes.select().order_by(repo.t.passes.c.id)))
 
+    def busy_twice():
+        # an edit a moment makes every pass a real one (an unchanged store is skipped in
+        # milliseconds, and two daemons a fixed phase apart might then never meet)
+        note = root / "n-000.md"
+        note.write_text(note.read_text() + "more\n")
+        return sum(p.status == "skipped" and "store busy" in (p.error or "") for p in passes()) >= 2
+
     try:
-        wait_for(lambda: sum(p.status == "skipped" and "store busy" in (p.error or "") for p in passes()) >= 2, timeout=90, what="a daemon finding the store busy")
-        time.sleep(2)
+        wait_for(busy_twice, timeout=120, what="a daemon finding the store busy")
         assert [d.stop() for d in daemons] == [0, 0]
         rows = passes()
     finally:
