@@ -10,6 +10,7 @@ at once.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -17,6 +18,10 @@ from pathlib import Path
 
 from daemon.core.errors import DiffError
 from daemon.core.proposals import Change
+from daemon.diffs.window import MIN_BYTES, Window, restore, window
+
+_PLAIN_PATH = re.compile(r"^[\w./@+-]+$")  # printed by git as is, never quoted
+_SECTION = re.compile(r"^diff --git ", re.MULTILINE)
 
 _GIT_ENV = {
     "GIT_CONFIG_NOSYSTEM": "1",
@@ -42,9 +47,14 @@ def unified_diff(change: Change) -> str:
     with tempfile.TemporaryDirectory(prefix="dreamd-diff-") as tmp:
         for side in ("a", "b"):
             os.mkdir(os.path.join(tmp, side))
+        windows: dict[str, Window] = {}
         for path in written:
-            _place(Path(tmp), "a", path, change.before(path))
-            _place(Path(tmp), "b", path, change.after(path))
+            before, after = change.before(path), change.after(path)
+            win = _large_edit(path, before, after)
+            if win is not None:
+                windows[path], before, after = win, win.before, win.after
+            _place(Path(tmp), "a", path, before)
+            _place(Path(tmp), "b", path, after)
         done = subprocess.run(
             [git, "-c", "core.quotepath=false", "diff", "--no-index", "--histogram",
              "--no-prefix", "--no-color", "--no-ext-diff", "--no-renames", "--", "a", "b"],
@@ -52,7 +62,27 @@ def unified_diff(change: Change) -> str:
         )  # fmt: skip
     if done.returncode not in (0, 1):
         raise DiffError(f"git diff failed on {', '.join(written)}: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout.decode("utf-8")
+    text = done.stdout.decode("utf-8")
+    return _whole_files(text, windows) if windows else text
+
+
+def _large_edit(path: str, before: bytes | None, after: bytes | None) -> Window | None:
+    """A window for a large file edited in place (see window.py), else None."""
+    if before is None or after is None or len(before) < MIN_BYTES or not _PLAIN_PATH.match(path):
+        return None
+    return window(before, after)
+
+
+def _whole_files(text: str, windows: dict[str, Window]) -> str:
+    """The diff of windows rewritten file by file as the diff of the whole files."""
+    starts = [m.start() for m in _SECTION.finditer(text)] + [len(text)]
+    out = [text[: starts[0]]]
+    for start, end in zip(starts, starts[1:]):
+        section = text[start:end]
+        header = section.split("\n", 1)[0]
+        path = next((p for p in windows if header == f"diff --git a/{p} b/{p}"), None)
+        out.append(restore(section, windows[path]) if path else section)
+    return "".join(out)
 
 
 def _place(tmp: Path, side: str, path: str, data: bytes | None) -> None:
