@@ -120,7 +120,11 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
         if prepare is not None:
             prepare(conn)
         journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock())
-    journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
+    try:
+        journal.write(store.root, steps, blobs, temp_dir=journal.temp_dir_for(store.settings))
+    except ConflictError:
+        recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
+        raise
     with app.engine().begin() as conn:
         finish_journal(app, conn, store, store_id, proposal_id, journal_id, operation, steps)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sqlalchemy import Connection
 
-from daemon.core.errors import DiffError, StoreError, UnsafePathError
+from daemon.core.errors import ConflictError, DiffError, StoreError, UnsafePathError
 from daemon.core.hashing import hash_bytes
 from daemon.core.patch import rebuild
 from daemon.core.validate import unsafe_path_reason
@@ -63,21 +63,36 @@ def mismatches(root: Path, expected: Mapping[str, str | None]) -> list[str]:
     return sorted(p for p, h in expected.items() if current[p] != h)
 
 
-def write(root: Path, targets: Mapping[str, str | None], blobs: Mapping[str, bytes], *, temp_dir: str | None = None) -> None:
-    """Bring each path to its target hash: writes first, removals last.
+def write(root: Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False) -> None:
+    """Bring each step's file to its after hash (``undo``: its before hash): writes first,
+    removals last. ``temp_dir`` is where temporary files wait for their rename.
 
-    ``temp_dir`` is where temporary files wait for their rename (see ``temp_dir_for``).
+    Compare-and-swap to the last moment: each file is hashed again just before it is
+    replaced, and one that holds neither side of its step (someone edited it after the
+    proposal was checked) stops the write with a ConflictError, the edit untouched.
     """
-    current = on_disk(root, targets)
-    for path in sorted(p for p, h in targets.items() if h is not None):
-        if current[path] != targets[path]:
-            data = blobs[targets[path]]  # type: ignore[index]
-            if hash_bytes(data) != targets[path]:
+    steps = list(steps)
+    want = {s.path: (s.before if undo else s.after) for s in steps}
+    allowed = {s.path: {s.before, s.after} for s in steps}
+    current = on_disk(root, want)
+    _refuse_edited(current, allowed)
+    for path in sorted(p for p, h in want.items() if h is not None):
+        if current[path] != want[path]:
+            data = blobs[want[path]]  # type: ignore[index]
+            if hash_bytes(data) != want[path]:
                 raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
+            _refuse_edited(on_disk(root, [path]), allowed)
             files.write_atomic(root, path, data, temp_dir=temp_dir)
-    for path in sorted(p for p, h in targets.items() if h is None):
+    for path in sorted(p for p, h in want.items() if h is None):
         if current[path] is not None:
+            _refuse_edited(on_disk(root, [path]), allowed)
             files.remove_file(root, path)
+
+
+def _refuse_edited(current: Mapping[str, str | None], allowed: Mapping[str, set[str | None]]) -> None:
+    edited = sorted(p for p, h in current.items() if h not in allowed[p])
+    if edited:
+        raise ConflictError(f"{', '.join(edited)} changed while dreamd was writing; nothing of it was overwritten", hint="dreamd verify names the journal; dreamd resolve JOURNAL ends it")
 
 
 Files = dict[str, tuple[str | None, str | None]]

@@ -68,7 +68,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
             continue
         with engine.connect() as conn:
             blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
-        journal.write(store.root, {s.path: s.after for s in steps}, blobs, temp_dir=journal.temp_dir_for(store.settings))
+        journal.write(store.root, steps, blobs, temp_dir=journal.temp_dir_for(store.settings))
         with engine.begin() as conn:
             finish_journal(app, conn, store, row.id, entry.proposal_id, entry.id, entry.operation, steps, recovered=True)
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)

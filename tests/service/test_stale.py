@@ -88,3 +88,36 @@ def test_note_swapped_for_symlink_after_accept_is_stale_and_outside_file_untouch
     assert target.is_symlink()
     assert outside.read_bytes() == original
     assert outside.stat().st_mtime_ns == mtime
+
+
+def test_an_edit_landing_after_the_check_but_before_the_write_is_never_overwritten(example_store, make_app, monkeypatch):
+    """The race compare-and-swap must also win: the index is edited after apply checked it
+    (when the journal opens). The write stops with a conflict, the edit survives, and the
+    journal waits for verify and resolve."""
+    import pytest
+
+    from daemon.core.errors import ConflictError
+    from daemon.db import repo
+    from daemon.service.history import verify
+    from daemon.service.resolve import resolve
+
+    app = make_app()
+    pid = _accepted_merge(app, example_store)
+    opened = repo.open_journal
+
+    def open_then_someone_edits(*args, **kwargs):
+        journal_id = opened(*args, **kwargs)
+        with open(example_store / "MEMORY.md", "a") as f:
+            f.write("- [Late](late.md) added by a person\n")
+        return journal_id
+
+    monkeypatch.setattr(repo, "open_journal", open_then_someone_edits)
+    with pytest.raises(ConflictError, match="MEMORY.md changed while dreamd was writing"):
+        apply(app, [pid])
+    assert (example_store / "MEMORY.md").read_text().endswith("- [Late](late.md) added by a person\n")
+    assert (example_store / "build-commands-copy.md").exists()  # nothing of the proposal was written
+    problems = verify(app, adhoc_store(example_store, "deepcode")).problems
+    journal_id = int(next(p for p in problems if p.startswith("journal ")).split()[1])
+    monkeypatch.undo()
+    done = resolve(app, journal_id)
+    assert done.kept == ["MEMORY.md"] and get_proposal(app, pid).state == "stale"
