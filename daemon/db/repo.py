@@ -21,20 +21,21 @@ def ensure_store(conn: Connection, name: str, root: str, preset: str, now: dt.da
     query = select(t.stores.c.id, t.stores.c.root, t.stores.c.preset).where(t.stores.c.name == name)
     row = conn.execute(query).first()
     if row is None:
-        conn.execute(_insert_if_absent(conn, t.stores, ["name"], name=name, root=root, preset=preset, created_at=now))
+        conn.execute(_insert_if_absent(conn, t.stores, ["name"]), {"name": name, "root": root, "preset": preset, "created_at": now})
         row = conn.execute(query).one()
     if (row.root, row.preset) != (root, preset):
         conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset))
     return int(row.id)
 
 
-def _insert_if_absent(conn: Connection, table: Any, keys: list[str], **values: Any) -> Any:
-    """INSERT ... ON CONFLICT DO NOTHING: a concurrent insert of the same key wins quietly."""
+def _insert_if_absent(conn: Connection, table: Any, keys: list[str]) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING (rows given to execute): a concurrent insert of the
+    same key, by another store's pass or another host, wins quietly."""
     if conn.dialect.name == "postgresql":
         from sqlalchemy.dialects.postgresql import insert as dialect_insert
     else:
         from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    return dialect_insert(table).values(**values).on_conflict_do_nothing(index_elements=keys)
+    return dialect_insert(table).on_conflict_do_nothing(index_elements=keys)
 
 
 def find_store(conn: Connection, name: str) -> Any:
@@ -53,7 +54,11 @@ def all_stores(conn: Connection) -> list[Any]:
 
 
 def put_blobs(conn: Connection, blobs: Mapping[str, bytes]) -> int:
-    """Store the blobs not stored yet; returns how many were new."""
+    """Store the blobs not stored yet; returns how many looked new.
+
+    Blobs are shared by every store, so two stores' passes (each under its own lease) may
+    insert the same bytes at once: the insert ignores a hash that appeared meanwhile.
+    """
     if not blobs:
         return 0
     have: set[str] = set()
@@ -63,7 +68,7 @@ def put_blobs(conn: Connection, blobs: Mapping[str, bytes]) -> int:
         have.update(conn.scalars(select(t.blobs.c.hash).where(t.blobs.c.hash.in_(chunk))))
     new = [{"hash": h, "size": len(blobs[h]), "data": blobs[h]} for h in keys if h not in have]
     if new:
-        conn.execute(insert(t.blobs), new)
+        conn.execute(_insert_if_absent(conn, t.blobs, ["hash"]), new)
     return len(new)
 
 

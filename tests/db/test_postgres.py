@@ -162,3 +162,13 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(pg_url):
         assert pending_migrations(engine) == []
     finally:
         engine.dispose()
+
+
+def test_two_transactions_storing_the_same_blob_both_succeed(pg_engine):
+    """Blobs are shared by all stores: passes over two stores holding the same bytes race."""
+    first, second = _race(pg_engine, lambda conn: repo.put_blobs(conn, {"h1": b"same"}), lambda conn: repo.put_blobs(conn, {"h1": b"same"}))
+    if isinstance(second, Exception):
+        raise second
+    assert (first, second) == (1, 1)
+    with pg_engine.connect() as conn:
+        assert repo.get_blobs(conn, ["h1"]) == {"h1": b"same"}
