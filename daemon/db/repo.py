@@ -1,8 +1,8 @@
 """Queries of the state database, one function per question, each filtered by store.
 
 Functions take a Connection inside the caller's transaction, so the service decides what
-commits together. ``proposal_store`` is the one lookup without a store: it tells which
-store owns a proposal id a person typed, and nothing else.
+commits together. ``proposal_store`` and ``journal_store`` are the lookups without a store: they tell which
+store owns an id a person typed, and nothing else.
 """
 
 from __future__ import annotations
@@ -474,5 +474,10 @@ def proposal_counts(conn: Connection, store_id: int) -> dict[str, int]:
     return {state: int(count) for state, count in conn.execute(query)}
 
 
-def journal_entry(conn: Connection, journal_id: int) -> Any:
-    return conn.execute(select(t.journal).where(t.journal.c.id == journal_id)).first()
+def journal_store(conn: Connection, journal_id: int) -> int | None:
+    """The store a journal belongs to (like proposal_store, the one lookup by id alone)."""
+    return conn.scalar(select(t.journal.c.store_id).where(t.journal.c.id == journal_id))
+
+
+def journal_entry(conn: Connection, store_id: int, journal_id: int) -> Any:
+    return conn.execute(select(t.journal).where(t.journal.c.store_id == store_id, t.journal.c.id == journal_id)).first()

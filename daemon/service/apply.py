@@ -27,7 +27,7 @@ from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
 from daemon.service.recovery import finish_journal, recover
-from daemon.service.review import locate
+from daemon.service.review import locate, mark_stale
 from daemon.service.workspace import store_config_for_id
 from daemon.stores import files as store_files
 
@@ -100,8 +100,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     if pinned or changed:
         reason = f"pinned, so no proposal may change it: {', '.join(pinned)}" if pinned else f"changed since proposed: {', '.join(changed)}"
         with engine.begin() as conn:
-            repo.set_state(conn, store_id, proposal_id, STALE, now, reason)
-            repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=proposal_id)
+            mark_stale(app, conn, store_id, proposal_id, reason, now)
         log.info("proposal.stale", store=store.name, proposal_id=proposal_id, reason=reason)
         return ApplyResult(proposal_id, store.name, STALE, reason)
     def prepare(conn: Connection) -> None:

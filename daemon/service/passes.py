@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
 from daemon.core.errors import PlannerError
-from daemon.core.proposals import PENDING, STALE, SUPPRESSED
+from daemon.core.proposals import PENDING, SUPPRESSED
 from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
@@ -29,6 +29,7 @@ from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model
 from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.orphans import close_dead_passes
 from daemon.service.recovery import record_external_changes, recover
+from daemon.service.review import mark_stale
 from daemon.service.workspace import Observed, observe
 from daemon.stores.paths import store_root
 from daemon.stores.scan import Skipped
@@ -230,8 +231,7 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
             continue
         if changed:
             reason = f"changed since proposed: {', '.join(changed[:5])}"
-            repo.set_state(conn, store_id, row.id, STALE, now, reason)
-            repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=row.id)
+            mark_stale(app, conn, store_id, row.id, reason, now)
             stale.append(row.id)
     return stale
 

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 import structlog
 
 from daemon.core.errors import ProposalError
-from daemon.core.proposals import ACCEPTED, STALE, check_transition
+from daemon.core.proposals import ACCEPTED
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
+from daemon.service.review import mark_stale
 from daemon.service.workspace import store_config_for_id
 
 log = structlog.get_logger("dreamd.resolve")
@@ -38,13 +39,15 @@ class Resolution:
 
 def resolve(app: App, journal_id: int) -> Resolution:
     with app.engine().connect() as conn:
-        entry = repo.journal_entry(conn, journal_id)
-        if entry is None:
+        store_id = repo.journal_store(conn, journal_id)
+        if store_id is None:
             raise ProposalError(f"no journal {journal_id}", hint="dreamd verify names conflicted journals")
+        store = store_config_for_id(app, conn, store_id)
+    with shielded(), holding_store(app, store_id, store.name):
+        with app.engine().connect() as conn:  # read under the lease: a second resolve finds it done
+            entry = repo.journal_entry(conn, store_id, journal_id)
         if entry.state != "conflict":
             raise ProposalError(f"journal {journal_id} is {entry.state}, not in conflict; nothing to resolve")
-        store = store_config_for_id(app, conn, entry.store_id)
-    with shielded(), holding_store(app, entry.store_id, store.name):
         steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]
         current = journal.on_disk(store.root, [s.path for s in steps])
         ours = [s for s in steps if current[s.path] == s.after and s.after != s.before]
@@ -55,13 +58,12 @@ def resolve(app: App, journal_id: int) -> Resolution:
         now = app.clock()
         restored = sorted(s.path for s in ours)
         with app.engine().begin() as conn:
-            repo.close_journal(conn, entry.store_id, journal_id, "resolved", now)
-            proposal = repo.get_proposal(conn, entry.store_id, entry.proposal_id)
+            repo.close_journal(conn, store_id, journal_id, "resolved", now)
+            proposal = repo.get_proposal(conn, store_id, entry.proposal_id)
             if entry.operation == "apply" and proposal.state == ACCEPTED:
-                check_transition(proposal.state, STALE, entry.proposal_id)
                 reason = f"edited while being applied ({', '.join(kept)}); what dreamd wrote was rolled back"
-                repo.set_state(conn, entry.store_id, entry.proposal_id, STALE, now, reason)
+                mark_stale(app, conn, store_id, entry.proposal_id, reason, now)
             payload = {"journal": journal_id, "operation": entry.operation, "restored": restored, "kept": kept}
-            repo.add_event(conn, entry.store_id, "journal.resolved", app.actor, app.surface, now, payload, proposal_id=entry.proposal_id)
+            repo.add_event(conn, store_id, "journal.resolved", app.actor, app.surface, now, payload, proposal_id=entry.proposal_id)
     log.info("journal.resolved", store=store.name, journal=journal_id, restored=len(restored), kept=len(kept))
     return Resolution(journal_id, entry.proposal_id, entry.operation, restored, kept)

@@ -6,13 +6,14 @@ tombstones that key, so a later pass that finds the same change records it as su
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Connection
 
 from daemon.core.errors import ProposalError
-from daemon.core.proposals import ACCEPTED, REJECTED, check_transition
+from daemon.core.proposals import ACCEPTED, REJECTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service.context import App
 
@@ -119,3 +120,10 @@ def decide(app: App, proposal_id: int, decision: str, reason: str | None = None,
             repo.add_tombstone(conn, store_id, "change", row.change_key, now, proposal_id=proposal_id, reason=reason)
         repo.add_event(conn, store_id, f"proposal.{new_state}", actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
     return get_proposal(app, proposal_id)
+
+
+def mark_stale(app: App, conn: Connection, store_id: int, proposal_id: int, reason: str, now: dt.datetime) -> None:
+    """A proposal that can no longer be applied as reviewed: state, reason and event together."""
+    check_transition(repo.get_proposal(conn, store_id, proposal_id).state, STALE, proposal_id)
+    repo.set_state(conn, store_id, proposal_id, STALE, now, reason)
+    repo.add_event(conn, store_id, "proposal.stale", app.actor, app.surface, now, {"reason": reason}, proposal_id=proposal_id)

@@ -54,7 +54,7 @@ def test_recovery_leaves_a_conflict_and_resolve_undoes_only_what_dreamd_wrote(ex
     assert not any("journal" in p for p in verify(app, store).problems)
     with app.engine().connect() as conn:
         events = [e.type for e in conn.execute(repo.t.events.select().where(repo.t.events.c.proposal_id == proposal_id))]
-    assert events[-2:] == ["journal.conflict", "journal.resolved"]
+    assert events[-3:] == ["journal.conflict", "proposal.stale", "journal.resolved"]
     with pytest.raises(ProposalError, match="is resolved, not in conflict"):
         resolve(app, journal_id)
 
