@@ -105,7 +105,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     llm_raw = raw.get("llm", {})
     if not isinstance(llm_raw, dict):
         raise ConfigError(f"{where}: 'llm' must be a table")
-    llm = _parse_llm(llm_raw, where, base) if llm_raw else None
+    llm = _parse_llm(llm_raw, where, base) if llm_raw and llm_raw.get("enabled", True) else None
     for number, entry in enumerate(entries, 1):
         store = _parse_store(entry, number, where, base, llm_raw)
         if store.name in stores:
