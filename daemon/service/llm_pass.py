@@ -18,8 +18,7 @@ from daemon.config import StoreConfig
 from daemon.core.globs import matches
 from daemon.core.view import StoreView
 from daemon.db import repo
-from daemon.planners.context import DetectorSettings
-from daemon.planners.detectors.ttl import due_of
+from daemon.planners.detectors.ttl import due_notes
 from daemon.service.context import App
 
 
@@ -89,10 +88,6 @@ def unfinished(last_stats: dict[str, Any] | None) -> bool:
     return bool(llm) and not llm.get("complete", True)
 
 
-def due_notes(view: StoreView, now: dt.datetime, settings: DetectorSettings) -> set[str]:
-    return {n.path for n in view.live_notes() if (due := due_of(n, settings)) is not None and due.at <= now}
-
-
 def plan_with_model(app: App, store: StoreConfig, view: StoreView, now: dt.datetime, changed: set[str]) -> LLMOutcome:
     """Run the LLM planner on what changed; a model failure is recorded, not raised."""
     from daemon.core.errors import PlannerError
@@ -107,7 +102,7 @@ def plan_with_model(app: App, store: StoreConfig, view: StoreView, now: dt.datet
     outcome = LLMOutcome(changed=len(changed))
     excluded = lambda path: matches(path, store.llm_exclude)  # noqa: E731 - a one-line predicate
     try:
-        outcome.plan = planner.plan(view, now, changed, due_notes(view, now, app.config.planner), excluded)
+        outcome.plan = planner.plan(view, now, changed, set(due_notes(view, now, app.config.planner)), excluded)
         outcome.calls = list(outcome.plan.calls)
     except PlannerError as exc:
         outcome.error = exc.one_line()

@@ -214,3 +214,15 @@ def test_status_reports_the_last_passes_tokens_and_cost(make_store, make_app):
     assert (shown["last_pass"]["tokens"], shown["last_pass"]["cost"]) == (510, 0.0021)
     assert shown["proposals"]["pending"] == report.count("pending") == shown["last_pass"]["new"]
     assert store_status(app, "unknown") == {"last_pass": None, "proposals": {}}
+
+
+def test_a_pinned_note_past_its_expiry_is_never_sent_as_falling_due(make_store, make_app):
+    """Only a note that may be retired can fall due: a pinned one would cost a call whose only
+    possible proposal validation refuses."""
+    pinned = "---\npinned: true\nexpires: 2020-01-01\n---\n# Rules\nNever force-push to main.\n"
+    root = make_store({"rules.md": pinned, "palette.md": COLOURS})
+    config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
+    app = make_app(config)
+    app.model_client = lambda settings: FakeModel()  # any call would find no reply queued
+    report = run_pass(app, config.stores["s"])
+    assert report.status == "completed" and report.llm["calls"] == 0

@@ -14,6 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 
 from daemon.core.notes import Note
+from daemon.core.view import StoreView
 from daemon.core.proposals import SOFT_EXPIRE, Draft
 from daemon.planners.context import DetectorSettings, PlanContext, source_of
 from daemon.planners.evidence import key_lines
@@ -78,17 +79,22 @@ def when(moment: dt.datetime) -> str:
     return moment.date().isoformat() if moment.time() == dt.time() else moment.strftime("%Y-%m-%d %H:%M UTC")
 
 
+def due_notes(view: StoreView, now: dt.datetime, settings: DetectorSettings) -> dict[str, Due]:
+    """Notes that may be retired and whose TTL, ``expires`` or ``valid_to`` has passed."""
+    found = {}
+    for note in view.live_notes():
+        due = due_of(note, settings) if can_retire(view, note) else None
+        if due is not None and due.at <= now:
+            found[note.path] = due
+    return found
+
+
 class TtlExpiry:
     name = "ttl"
     version = 2  # 2: valid_to in the past is due too
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
-        drafts = []
-        for note in ctx.view.live_notes():
-            due = due_of(note, ctx.settings) if can_retire(ctx.view, note) else None
-            if due is not None and due.at <= ctx.now:
-                drafts.append(self._draft(note, due))
-        return drafts
+        return [self._draft(ctx.view.notes[path], due) for path, due in due_notes(ctx.view, ctx.now, ctx.settings).items()]
 
     def _draft(self, note: Note, due: Due) -> Draft:
         if due.key in DECLARED_ENDS:
