@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -143,3 +144,16 @@ def line_span(note: Note, needle: str) -> tuple[int, int] | None:
         return None
     start = text.count("\n", 0, at) + 1
     return start, start + needle.count("\n")
+
+
+def retired_notes(files: Mapping[str, tuple[str | None, str | None]], blobs: Mapping[str, bytes]) -> list[str]:
+    """Notes a change retires: live in its base, and in its result removed (moved to the
+    archive) or marked no longer live (retired in place). ``files``: path -> (base, result)
+    hash; ``blobs`` holds the bytes of both sides."""
+    found = []
+    for path, (base, result) in sorted(files.items()):
+        if base is None or base == result or not Note(path, blobs[base], base).live:
+            continue
+        if result is None or not Note(path, blobs[result], result).live:
+            found.append(path)
+    return found

@@ -19,7 +19,8 @@ from daemon.policies.facts import facts_of
 from daemon.policies.load import load_policy
 from daemon.policies.model import Counts, Decision, Facts
 from daemon.service.context import App
-from daemon.service.review import decide, get_proposal
+from daemon.service import journal
+from daemon.service.review import decide, get_proposal, locate
 
 
 @dataclass
@@ -38,10 +39,11 @@ class PolicyOutcome:
 
 
 def load_facts(app: App, proposal_id: int) -> tuple[Any, Facts]:
-    """(view, facts) of a stored proposal, frontmatter and ages read from its recorded base."""
+    """(view, facts) of a stored proposal, from its recorded base and its rebuilt result."""
     view = get_proposal(app, proposal_id)
+    store_id, _ = locate(app, proposal_id)
     with app.engine().connect() as conn:
-        blobs = repo.get_blobs(conn, [h for h in view.base.values() if h])
+        _, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     return view, facts_of(view, blobs, app.clock())
 
 

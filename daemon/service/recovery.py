@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
 from daemon.core.hashing import root_hash
-from daemon.core.notes import Note
+from daemon.core.notes import Note, retired_notes
 from daemon.core.proposals import APPLIED, REVERTED
 from daemon.db import repo
 from daemon.service import journal
@@ -117,20 +117,12 @@ def retired_values(files: dict[str, tuple[str | None, str | None]], blobs: dict[
     A value that stays live in the result (the survivor of an exact-duplicate merge holds
     the same text) was not retired, so it is not tombstoned.
     """
-    kept = {
-        Note(path, blobs[result], result).value_hash
-        for path, (_, result) in files.items()
-        if result is not None and path.endswith(".md") and Note(path, blobs[result], result).live
-    }
+    kept = {Note(path, blobs[result], result).value_hash for path, (_, result) in files.items() if result is not None and Note(path, blobs[result], result).live}
     found = {}
-    for path, (base, result) in files.items():
-        if base is None or base == result or not path.endswith(".md"):
-            continue
-        before = Note(path, blobs[base], base)
-        if not before.live:
-            continue
-        if (result is None or not Note(path, blobs[result], result).live) and before.value_hash not in kept:
-            found[path] = before.value_hash
+    for path in retired_notes(files, blobs):
+        value = Note(path, blobs[files[path][0]], files[path][0]).value_hash  # type: ignore[index]
+        if value not in kept:
+            found[path] = value
     return found
 
 

@@ -111,3 +111,16 @@ def test_proposals_held_by_a_spent_budget_are_decided_by_later_passes(make_store
     ids = [o.id for o in reports[0].outcomes if o.id]
     assert [get_proposal(app, i).state for i in ids] == ["accepted"] * 3
     assert read_tree(root) == before  # apply = "never": accepted, not written
+
+
+def test_max_retire_counts_notes_retired_in_place_as_well_as_archived(make_store, make_app):
+    """An exact-duplicate merge retiring 6 copies is held by the default policy (max_retire 5)
+    whether the store archives retired notes (deepcode) or marks them in place (generic)."""
+    body = "# Deploy\n\nRun the deploy script with the staging flag first.\n"
+    for preset in ("deepcode", "generic"):
+        root = make_store({f"deploy-{i}.md": body for i in range(7)}, name=f"store-{preset}")
+        config = parse_config({"stores": [{"name": preset, "path": str(root), "preset": preset, "policy": "default"}]})
+        report = run_pass(make_app(config), config.stores[preset])
+        (merge,) = [o for o in report.outcomes if o.planned.draft.kind == "merge"]
+        assert len(merge.planned.draft.retire) == 6
+        assert (report.policy["accepted"], report.policy["held"]) == (0, 1), preset
