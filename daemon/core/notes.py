@@ -24,11 +24,6 @@ SUPERSEDED = "superseded"
 EXPIRED = "expired"
 STATUSES = (ACTIVE, SUPERSEDED, EXPIRED)
 
-KNOWN_KEYS = (
-    "pinned", "status", "superseded_by", "supersedes", "ttl_days", "expires", "valid_from",
-    "valid_to", "created_at", "updated_at", "scope", "tags", "version", "owners",
-)  # fmt: skip
-
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 
@@ -134,16 +129,6 @@ def as_utc(value: Any) -> dt.datetime | None:
         except ValueError:
             return None
     return None
-
-
-def line_span(note: Note, needle: str) -> tuple[int, int] | None:
-    """1-based first and last line of ``needle`` in the note's text, for evidence."""
-    text = note.data.decode("utf-8", errors="replace")
-    at = text.find(needle)
-    if at < 0:
-        return None
-    start = text.count("\n", 0, at) + 1
-    return start, start + needle.count("\n")
 
 
 def retired_notes(files: Mapping[str, tuple[str | None, str | None]], blobs: Mapping[str, bytes]) -> list[str]:

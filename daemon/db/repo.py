@@ -252,10 +252,6 @@ def add_decision(conn: Connection, store_id: int, proposal_id: int, **values: An
     conn.execute(insert(t.decisions).values(store_id=store_id, proposal_id=proposal_id, **values))
 
 
-def decisions(conn: Connection, store_id: int, proposal_id: int) -> list[Any]:
-    return decisions_of(conn, store_id, [proposal_id]).get(proposal_id, [])
-
-
 def decisions_of(conn: Connection, store_id: int, proposal_ids: list[int]) -> dict[int, list[Any]]:
     found: dict[int, list[Any]] = {}
     for i in range(0, len(proposal_ids), 500):
@@ -319,10 +315,6 @@ def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int) -> 
             t.tombstones.c.key_kind == "value",
         )
     )
-
-
-def tombstone_count(conn: Connection, store_id: int) -> int:
-    return int(conn.scalar(select(func.count()).select_from(t.tombstones).where(t.tombstones.c.store_id == store_id)) or 0)
 
 
 # events ------------------------------------------------------------------------------

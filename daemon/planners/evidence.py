@@ -1,8 +1,7 @@
 """Evidence quotes: verbatim lines of a note, with the 1-based line numbers they occupy.
 
-Line numbers are counted on ``\\n`` exactly as ``daemon.core.notes.line_span`` counts them,
-but from the line we picked rather than the first textual match, so a body line that also
-occurs inside the frontmatter is still cited where it really is.
+Line numbers are counted on ``\\n``, from the line picked rather than the first textual
+match, so a body line that also occurs inside the frontmatter is still cited where it is.
 """
 
 from __future__ import annotations

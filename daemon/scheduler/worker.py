@@ -27,11 +27,6 @@ class WorkerResult:
     report: dict[str, Any] = field(default_factory=dict)  # the worker's one JSON line
     error: str = ""  # the worker's last stderr line when it failed
 
-    @property
-    def died(self) -> bool:
-        """Ended without a report: killed, crashed, out of memory."""
-        return not self.report
-
     def describe(self) -> str:
         if self.code < 0:
             return f"worker killed by {signal.Signals(-self.code).name}"

@@ -41,7 +41,7 @@ import tempfile
 import time
 import tomllib
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -76,13 +76,13 @@ from daemon.service.scoring import (  # noqa: F401 - re-exported: the eval's pub
     sum_usage,
 )
 
-def rules_planner(config: Config | None = None, app_factory: Callable[[dt.datetime], App] | None = None) -> PlannerRun:
+def rules_planner(config: Config | None = None) -> PlannerRun:
     """The detectors via ``run_pass(dry_run=True)`` on a database that does not exist: reads only."""
     from daemon.service.passes import run_pass
 
     def run(store: StoreConfig, now: dt.datetime) -> list[PlannedLike]:
         absent = Path(tempfile.gettempdir()) / f"dreamd-eval-{uuid.uuid4().hex}" / "absent.db"
-        app = app_factory(now) if app_factory else App(config=config or Config(), db_url=f"sqlite:///{absent}", clock=lambda: now)
+        app = App(config=config or Config(), db_url=f"sqlite:///{absent}", clock=lambda: now)
         try:
             return [replace(o.planned, state=o.state) for o in run_pass(app, store, dry_run=True).outcomes]
         finally:
@@ -290,7 +290,7 @@ def find_stores(corpus: Path, preset: str | None = None) -> list[tuple[Path, str
     return found or [(corpus, preset or "generic")]
 
 
-def run_eval(corpus: str | Path, *, planner: str = "rules", config: Config | None = None, app_factory: Callable[[dt.datetime], App] | None = None,
+def run_eval(corpus: str | Path, *, planner: str = "rules", config: Config | None = None,
              llm: PlannerRun | None = None, preset: str | None = None, now: dt.datetime | None = None) -> EvalReport:  # fmt: skip
     """Run ``planner`` in dry-run over ``corpus``. If it holds ``*.labels.toml``, only those stores run,
     each at its labels' clock, and are scored; otherwise every store ``find_stores`` finds, at ``now``."""
@@ -298,7 +298,7 @@ def run_eval(corpus: str | Path, *, planner: str = "rules", config: Config | Non
     _check(corpus.is_dir(), f"eval corpus {corpus}", "not a folder")
     _check(planner in ("rules", "llm"), f"planner {planner!r}", "unknown (use rules or llm)")
     labels = [load_labels(p) for p in sorted(corpus.glob(f"*{SUFFIX}"))]
-    run = rules_planner(config, app_factory) if planner == "rules" else (llm or llm_planner(config or Config()))
+    run = rules_planner(config) if planner == "rules" else (llm or llm_planner(config or Config()))
     clock = now or utcnow()
     stores = [(lab.name, lab.store, lab.preset, lab.now or clock, lab) for lab in labels]
     stores += [(root.relative_to(corpus).as_posix() if root != corpus else root.name, root, name, clock, None) for root, name in ([] if labels else find_stores(corpus, preset))]

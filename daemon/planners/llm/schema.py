@@ -23,7 +23,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from daemon.core.errors import ModelBadOutputError
 
 VERSION = 1
-REPLY_KINDS = ("merge", "supersede", "soft-expire")
 _MAX_REASON = 240
 
 
