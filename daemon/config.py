@@ -17,7 +17,7 @@ from typing import Any
 from daemon.core.errors import ConfigError
 from daemon.llm.base import ModelSettings
 from daemon.planners.context import DetectorSettings
-from daemon.scheduler.schedules import Schedule, parse_schedule
+from daemon.schedules import Schedule, parse_schedule
 from daemon.stores.presets import StoreSettings, resolve_settings
 
 _TOP_KEYS = {"db", "stores", "planner", "llm"}

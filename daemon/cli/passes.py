@@ -61,7 +61,7 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
     """Cron mode: one line per store that needs review, one error line per failed store."""
     from daemon.core.errors import ConfigError, DreamdError
     from daemon.service.passes import run_pass
-    from daemon.service.review import list_proposals
+    from daemon.service.status import store_status
 
     if not app.config.stores:
         raise ConfigError("--all needs stores in the config ([[stores]])", hint="give --config FILE")
@@ -75,7 +75,7 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
             summary.append({"store": name, "status": "failed", "error": str(exc)})
             continue
         busy += report.status == "busy"
-        pending = report.count("pending") if dry_run else len(list_proposals(app, name, ["pending"]))
+        pending = report.count("pending") if dry_run else store_status(app, name)["proposals"].get("pending", 0)
         summary.append({"store": name, "status": report.status, "new": report.count("pending"), "pending": pending, "busy": report.busy})
         if report.status == "busy" and not as_json:
             click.echo(f"{name}: skipped, {report.busy}", err=True)

@@ -41,8 +41,9 @@ def run_command(settings, stop_timeout: float, max_parallel: int) -> None:  # no
 @click.command("worker", hidden=True)
 @click.argument("store_name", required=False)
 @click.option("--check-database", is_flag=True, help="Only open (and migrate) the state database.")
+@click.option("--close-dead", metavar="WHY", help="Only close the passes of dead workers as failed, saying why.")
 @click.pass_obj
-def worker_command(settings, store_name: str | None, check_database: bool) -> None:  # noqa: ANN001
+def worker_command(settings, store_name: str | None, check_database: bool, close_dead: str | None) -> None:  # noqa: ANN001
     """Internal: one pass for ``dreamd run``. Config text on stdin, one JSON line out."""
     from daemon.config import config_from_text
     from daemon.core.errors import DreamdError
@@ -55,6 +56,11 @@ def worker_command(settings, store_name: str | None, check_database: bool) -> No
     install()  # SIGTERM from the daemon: stop at the next safe point
     config = config_from_text(sys.stdin.read(), Path(settings.config_path or "config.toml"))
     settings._app = App(config=config, db_url=resolve_db_url(settings.db, config), surface="daemon", actor="daemon")
+    if close_dead:
+        from daemon.service.orphans import close_dead_passes
+
+        close_dead_passes(settings._app, why=close_dead)
+        return
     if check_database or not store_name:
         settings._app.engine()
         return
@@ -78,24 +84,18 @@ def _json_line(value: object) -> str:
 def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
     """Each configured store: schedule, next run, last pass, proposals waiting for review."""
     from daemon.core.errors import ConfigError
-    from daemon.scheduler.state_file import read_state
-    from daemon.service.status import store_status
+    from daemon.service.status import status
 
     app = settings.app()
     if not app.config.stores:
         raise ConfigError("status needs stores in the config ([[stores]])", hint="give --config FILE")
-    daemon = read_state()
-    scheduled = (daemon or {}).get("stores", {})
-    rows = []
-    for name, store in sorted(app.config.stores.items()):
-        live = scheduled.get(name, {})
-        row = {"store": name, "schedule": store.schedule.describe(), "next_run": live.get("next_run"), "running": bool(live.get("running")), **store_status(app, name)}
-        rows.append(row)
+    shown = status(app)
     if as_json:
-        emit_json({"daemon": {"pid": daemon["pid"], "started_at": daemon["started_at"]} if daemon else None, "stores": rows})
+        emit_json(shown)
         return
+    daemon = shown["daemon"]
     click.echo(f"daemon: running, pid {daemon['pid']}, since {daemon['started_at'][:19]}" if daemon else "daemon: not running on this host")
-    for row in rows:
+    for row in shown["stores"]:
         click.echo(_status_text(row))
 
 

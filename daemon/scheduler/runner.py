@@ -21,9 +21,9 @@ import structlog
 
 from daemon.config import Config, StoreConfig, config_from_text
 from daemon.core.errors import ConfigError, DreamdError
-from daemon.scheduler import state_file
+from daemon.service import daemon_state
 from daemon.scheduler.notify import Notifier
-from daemon.scheduler.worker import Worker, WorkerResult, check_database, worker_command
+from daemon.scheduler.worker import Worker, WorkerResult, run_to_end, worker_command
 
 log = structlog.get_logger("dreamd.daemon")
 
@@ -85,7 +85,7 @@ class Daemon:
         of failing every pass, workers never race to migrate a new database, and the
         daemon itself never imports the database layer (it stays ~30 MB)."""
         command = worker_command(None, str(self.options.config_path), self.options.db_url, self.options.debug)
-        code = check_database(command, self._config_text)
+        code = run_to_end(command, self._config_text)
         if code != 0:
             raise SystemExit(code)  # the worker has said why on stderr, in one line
 
@@ -137,7 +137,7 @@ class Daemon:
             worker.kill()
         self._drain(float("inf"))
         self.scheduler.shutdown(wait=True)
-        state_file.remove_state(os.getpid())
+        daemon_state.remove_state(os.getpid())
         log.info("daemon.stopped")
 
     def _drain(self, deadline: float, until_second_request: bool = False) -> None:
@@ -227,18 +227,12 @@ class Daemon:
         self._publish()
 
     def _record_death(self, result: WorkerResult) -> None:
-        """A worker that died may have left its pass "running": close it as failed now."""
-        try:
-            from daemon.service.context import App, resolve_db_url
-            from daemon.service.orphans import close_dead_passes
-
-            app = App(config=self.config, db_url=resolve_db_url(self.options.db_url, self.config), surface="daemon", actor="daemon")
-            try:
-                close_dead_passes(app, why=f"the worker running it died ({result.describe()})")
-            finally:
-                app.close()
-        except DreamdError as exc:  # the next pass over the store closes it instead
-            log.error("pass.death_unrecorded", store=result.store, error=exc.one_line())
+        """A worker that died may have left its pass "running": a short worker closes it as
+        failed now (the daemon itself never opens the database)."""
+        why = f"the worker running it died ({result.describe()})"
+        command = worker_command(None, str(self.options.config_path), self.options.db_url, self.options.debug, dead=why)
+        if run_to_end(command, self._config_text) != 0:  # the next pass over the store closes it instead
+            log.error("pass.death_unrecorded", store=result.store)
 
     # -- status ------------------------------------------------------------------------
 
@@ -258,7 +252,7 @@ class Daemon:
                 }
             data = {"pid": os.getpid(), "started_at": self._started.isoformat(), "config": str(self.options.config_path), "stores": stores}
         try:
-            state_file.write_state(data)
+            daemon_state.write_state(data)
         except OSError as exc:
             log.warning("status.unwritable", error=exc.__class__.__name__)
         line = _status_line(stores, note)

@@ -35,8 +35,9 @@ class WorkerResult:
         return f"worker exited with {self.code}"
 
 
-def worker_command(store: str | None, config_path: str | None, db_url: str | None, debug: bool) -> list[str]:
-    """The worker's command line; ``store`` None: only open (and migrate) the database."""
+def worker_command(store: str | None, config_path: str | None, db_url: str | None, debug: bool, *, dead: str | None = None) -> list[str]:
+    """The worker's command line: a pass over ``store``; with no store, only open (and
+    migrate) the database, or with ``dead`` close the passes of dead workers, saying why."""
     command = [sys.executable, "-m", "daemon"]
     if config_path:
         command += ["--config", config_path]
@@ -44,13 +45,18 @@ def worker_command(store: str | None, config_path: str | None, db_url: str | Non
         command += ["--db", db_url]
     if debug:
         command.append("--debug")
-    return [*command, "worker", *([store] if store else ["--check-database"])]
+    if store:
+        return [*command, "worker", store]
+    return [*command, "worker", *(["--close-dead", dead] if dead else ["--check-database"])]
 
 
-def check_database(command: list[str], config_text: str) -> int:
-    """Run a database-only worker to its end; its exit code (0: the database is ready)."""
-    env = {k: v for k, v in os.environ.items() if k not in SYSTEMD_VARS}
-    return subprocess.run(command, input=config_text, stdout=subprocess.DEVNULL, text=True, env=env).returncode
+def _worker_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in SYSTEMD_VARS}
+
+
+def run_to_end(command: list[str], config_text: str) -> int:
+    """Run a short database-only worker to its end; its exit code (0: done)."""
+    return subprocess.run(command, input=config_text, stdout=subprocess.DEVNULL, text=True, env=_worker_env()).returncode
 
 
 class Worker:
@@ -58,7 +64,7 @@ class Worker:
 
     def __init__(self, store: str, command: list[str], config_text: str) -> None:
         self.store = store
-        env = {k: v for k, v in os.environ.items() if k not in SYSTEMD_VARS}
+        env = _worker_env()
         # stderr is inherited: the worker's JSON log lines go where the daemon's go (journald)
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
         self._config_text = config_text
