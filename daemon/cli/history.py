@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 
 import click
 
@@ -25,15 +24,12 @@ def _store(settings, name: str | None, path: str | None, preset: str | None):  #
 def history_command(settings, store_name, store_path, preset, as_of: str | None, as_json: bool) -> None:  # noqa: ANN001
     """Passes and snapshots of a store (bi-temporal: --as-of shows its files at a time)."""
     from daemon.core.errors import ConfigError
+    from daemon.core.notes import as_utc
     from daemon.service.history import history
 
-    when = None
-    if as_of:
-        try:
-            when = dt.datetime.fromisoformat(as_of.replace("Z", "+00:00"))
-        except ValueError:
-            raise ConfigError(f"--as-of {as_of!r} is not an ISO time", hint="e.g. 2026-11-30T12:00:00Z") from None
-        when = when if when.tzinfo else when.replace(tzinfo=dt.timezone.utc)
+    when = as_utc(as_of) if as_of else None
+    if as_of and when is None:
+        raise ConfigError(f"--as-of {as_of!r} is not an ISO time", hint="e.g. 2026-11-30T12:00:00Z")
     out = history(settings.app(), _store(settings, store_name, store_path, preset), when)
     if as_json:
         emit_json(out)

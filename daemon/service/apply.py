@@ -159,7 +159,7 @@ def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str |
     for path, (base, result) in files.items():
         if base == result or base is None:
             continue
-        if store.settings.is_pinned(path) or (path.endswith(".md") and Note(path, blobs[base], base).pinned):
+        if store.settings.is_pinned(path) or (store.settings.is_note(path) and Note(path, blobs[base], base).pinned):
             found.append(path)
     return found
 

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 from daemon.config import StoreConfig
 from daemon.core.errors import ConfigError
+from daemon.core.notes import as_utc
 from daemon.core.proposals import MERGE, REFUSED, REINDEX, SOFT_EXPIRE, SUPERSEDE, Draft
 from daemon.stores.presets import PRESETS, get_preset
 
@@ -97,13 +98,9 @@ def load_labels(path: str | Path) -> Labels:
     _check(store.is_dir(), where, f"no store folder {store.name}/ beside it")
     _check(isinstance(raw.get("preset"), str), where, f"'preset' is required ({', '.join(sorted(PRESETS))})")
     get_preset(raw["preset"])
-    now = raw.get("now")
-    try:
-        now = dt.datetime.fromisoformat(now.replace("Z", "+00:00")) if isinstance(now, str) else now
-    except ValueError:
-        now = ""
-    _check(now is None or isinstance(now, dt.datetime), where, "'now' must be an ISO time, e.g. 2026-04-01T09:00:00Z")
-    now = now.replace(tzinfo=dt.timezone.utc) if now and now.tzinfo is None else now
+    given = raw.get("now")
+    now = as_utc(given) if isinstance(given, (str, dt.datetime)) else None
+    _check(given is None or now is not None, where, "'now' must be an ISO time, e.g. 2026-04-01T09:00:00Z")
     _check(raw.get("reindex") in (None, True, False), where, "'reindex' must be true or false")
     _check(_paths(raw.get("keep", [])), where, "'keep' must be a list of note paths")
     keep = frozenset(raw.get("keep", []))
