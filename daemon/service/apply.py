@@ -30,6 +30,7 @@ from daemon.service.recovery import finish_journal, recover
 from daemon.service.review import locate, mark_stale
 from daemon.service.workspace import store_config_for_id
 from daemon.stores import files as store_files
+from daemon.stores.scan import scan_store
 
 
 log = structlog.get_logger("dreamd.apply")
@@ -108,12 +109,12 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         # what will be written is stored first: recovery and revert read it from here
         repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after})
 
-    _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare)
+    _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs))
     log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, APPLIED)
 
 
-def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None) -> None:
+def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None) -> None:
     """Open the journal (after ``prepare``, in the same transaction), write, record the outcome."""
     with app.engine().begin() as conn:
         if prepare is not None:
@@ -124,8 +125,9 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
     except ConflictError:
         recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
         raise
+    scan = scan_store(store.root, store.settings)
     with app.engine().begin() as conn:
-        finish_journal(app, conn, store, store_id, proposal_id, journal_id, operation, steps)
+        finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, scan, proposal=proposal)
 
 
 def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:

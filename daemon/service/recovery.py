@@ -26,7 +26,7 @@ from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
-from daemon.stores.scan import scan_store
+from daemon.stores.scan import ScanResult, scan_store
 
 
 log = structlog.get_logger("dreamd.recovery")
@@ -69,8 +69,9 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         with engine.connect() as conn:
             blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
         journal.write(store.root, steps, blobs, temp_dir=journal.temp_dir_for(store.settings))
+        scan = scan_store(store.root, store.settings)
         with engine.begin() as conn:
-            finish_journal(app, conn, store, row.id, entry.proposal_id, entry.id, entry.operation, steps, recovered=True)
+            finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan, recovered=True)
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
     if pending:
@@ -78,10 +79,14 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
     return done
 
 
-def finish_journal(app: App, conn: Connection, store: StoreConfig, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], *, recovered: bool = False) -> None:
-    """Record a completed apply or revert: state, snapshots, tombstones, event."""
+def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], scan: ScanResult, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False) -> None:
+    """Record a completed apply or revert: state, snapshots, tombstones, event.
+
+    ``scan`` is the store after the writes, taken before the caller's transaction began (a
+    scan reads every file: not while holding the database's write lock). ``proposal``: its
+    files and bytes when the caller has them already, else they are rebuilt.
+    """
     now = app.clock()
-    scan = scan_store(store.root, store.settings)
     repo.put_blobs(conn, {e.hash: e.data for e in {**scan.files, **scan.archived}.values()})
     after = scan.manifest
     before = dict(after)
@@ -102,7 +107,7 @@ def finish_journal(app: App, conn: Connection, store: StoreConfig, store_id: int
     state = APPLIED if operation == "apply" else REVERTED
     repo.set_state(conn, store_id, proposal_id, state, now)
     if operation == "apply":
-        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
+        files, blobs = proposal or journal.proposal_bytes(conn, store_id, proposal_id)
         for path, value in retired_values(files, blobs).items():
             repo.add_tombstone(conn, store_id, "value", value, now, proposal_id=proposal_id, note_path=path, reason="retired")
     else:
