@@ -60,17 +60,9 @@ class Daemon:
     # -- lifecycle ---------------------------------------------------------------------
 
     def run(self) -> int:
-        from apscheduler.executors.pool import ThreadPoolExecutor
-        from apscheduler.schedulers.background import BackgroundScheduler
-
         self._open_database()
         self._install_signals()
-        self.scheduler = BackgroundScheduler(
-            executors={"default": ThreadPoolExecutor(max_workers=self.options.max_parallel)},
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": MISFIRE_GRACE_S},
-        )
-        for store in self.config.stores.values():
-            self._add_job(store)
+        self.scheduler = self._make_scheduler()
         self.scheduler.start(paused=True)  # READY=1 goes out before the first pass starts
         log.info("daemon.started", pid=os.getpid(), stores=sorted(self.config.stores), config=str(self.options.config_path))
         self.notifier.ready(self._publish(send=False))
@@ -78,6 +70,21 @@ class Daemon:
         self._loop()
         self._shutdown()
         return 0
+
+    def _make_scheduler(self) -> Any:
+        """One job per store: missed runs coalesced into one, never two passes of a store at
+        once, a run up to an hour late still made."""
+        from apscheduler.executors.pool import ThreadPoolExecutor
+        from apscheduler.schedulers.background import BackgroundScheduler
+
+        scheduler = BackgroundScheduler(
+            executors={"default": ThreadPoolExecutor(max_workers=self.options.max_parallel)},
+            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": MISFIRE_GRACE_S},
+        )
+        self.scheduler = scheduler
+        for store in self.config.stores.values():
+            self._add_job(store)
+        return scheduler
 
     def _open_database(self) -> None:
         """Open (and migrate) the state database once, before READY, in a short-lived worker:

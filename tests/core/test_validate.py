@@ -97,3 +97,14 @@ def test_index_scope_uses_the_store_glob_rules():
     view = _view({"tasks/_index.md": b"# Tasks\n", "tasks/TASK006-x.md": b"x\n", "tasks/DONE/TASK001-y.md": b"y\n", "notes.md": b"z\n"},
                  index=Spec("tasks/_index.md", "cline-tasks"), index_scope="tasks/**/*.md")
     assert [n.path for n in view.live_notes() if view.should_list(n)] == ["tasks/DONE/TASK001-y.md", "tasks/TASK006-x.md"]
+
+
+def test_a_change_creating_a_file_outside_the_archive_is_refused():
+    """New files may appear only in the archive folder: a merge that also writes new.md is refused."""
+    view = _view({"a.md": b"x\n", "b.md": b"x\n"}, retire_mode="archive")
+    draft = _draft("merge", survivor="a.md", retire=("b.md",))
+    change = build(draft, view, NOW)
+    assert refusal(draft, change, view) is None
+    extra = b"planted\n"
+    tampered = type(change)(base={**change.base, "new.md": None}, result={**change.result, "new.md": hash_bytes(extra)}, data={**change.data, hash_bytes(extra): extra})
+    assert refusal(draft, tampered, view) == "would create new.md outside the archive folder"

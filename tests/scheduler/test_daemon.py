@@ -55,6 +55,8 @@ def test_the_daemon_fires_passes_and_speaks_to_systemd(tmp_path, example_store, 
     assert {r.status for r in rows} <= {"completed", "skipped"}
     assert "daemon.stopped" in daemon.log()
     assert not (tmp_path / "xdg-state" / "dreamd" / "daemon.json").exists()
+    # pause, drain, shut down: no job submitted into a closed pool, nothing logged as an error
+    assert '"level": "error"' not in daemon.log() and "after shutdown" not in daemon.log()
 
 
 def test_status_shows_the_schedule_next_run_and_last_pass(tmp_path, example_store, db_url, start_daemon, cli):

@@ -26,3 +26,24 @@ def test_a_job_for_a_store_removed_by_a_reload_does_nothing(tmp_path, example_st
     with structlog.testing.capture_logs() as logs:
         daemon._pass_job("gone")
     assert logs == [] and daemon._active_jobs == 0
+
+
+def test_each_store_is_one_coalescing_single_instance_job_on_its_schedule(tmp_path, example_store):
+    from daemon.scheduler.runner import MISFIRE_GRACE_S
+
+    stores = [
+        {"name": "hourly", "path": str(example_store), "preset": "deepcode", "every": "1h"},
+        {"name": "sunday", "path": str(example_store), "preset": "deepcode", "cron": "0 3 * * 0"},
+    ]
+    config = write_config(tmp_path / "config.toml", f"sqlite:///{tmp_path / 'state.db'}", stores)
+    scheduler = Daemon(RunOptions(config_path=config))._make_scheduler()
+    scheduler.start(paused=True)  # APScheduler applies job defaults when it starts
+    try:
+        jobs = {job.id: job for job in scheduler.get_jobs()}
+    finally:
+        scheduler.shutdown(wait=False)
+    assert sorted(jobs) == ["hourly", "sunday"]
+    for job in jobs.values():
+        assert (job.coalesce, job.max_instances, job.misfire_grace_time) == (True, 1, MISFIRE_GRACE_S)
+    assert "day_of_week='sun'" in str(jobs["sunday"].trigger)
+    assert jobs["hourly"].trigger.interval.total_seconds() == 3600

@@ -8,7 +8,7 @@ import pytest
 
 from daemon.config import parse_config
 from daemon.core.errors import ConfigError
-from daemon.scheduler.schedules import DEFAULT_EVERY, Schedule, cron_fields, parse_duration, parse_schedule
+from daemon.schedules import DEFAULT_EVERY, Schedule, cron_fields, parse_duration, parse_schedule
 
 MONDAY_NOON = dt.datetime(2026, 11, 30, 12, 0, tzinfo=dt.timezone.utc)
 

@@ -66,6 +66,34 @@ def test_a_lossy_model_merge_is_held_even_by_the_trusting_policy(make_store, mak
     assert (stored.lossy, stored.state) == (True, "pending")
 
 
+def test_the_same_model_merge_without_the_loss_is_accepted_by_the_trusting_policy(make_store, make_app):
+    """The control for the test above: only the lost fact kept it pending. The acceptance is
+    recorded, decision and event, with the policy as actor; the proposal's own event names
+    the model."""
+    build = "# Build\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
+    again = "# Build how-to\nCI only checks lint, so run make test before pushing.\nThe integration tests need postgres on port 5433.\n"
+    root = make_store({"MEMORY.md": "# M\n- [Build](build.md)\n- [How-to](howto.md)\n", "build.md": build, "howto.md": again})
+    reply = json.dumps({"v": 1, "proposals": [{
+        "kind": "merge", "notes": ["build.md", "howto.md"], "survivor": "build.md", "newer": None,
+        "merged_body": build, "rationale": "same", "confidence": 0.97,
+        "evidence": [{"note": "build.md", "quote": "Run make test before pushing"}], "dropped": [],
+    }]})  # fmt: skip
+    config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "deepcode", "policy": "trusting"}]})
+    app = make_app(config)
+    model = FakeModel().enqueue(reply).enqueue(reply)
+    app.model_client = lambda settings: model
+    report = run_pass(app, config.stores["s"])
+    (merge,) = [o for o in report.outcomes if o.planned.draft.source.startswith("model:")]
+    stored = get_proposal(app, merge.id)
+    assert (stored.lossy, stored.state) == (False, "accepted")
+    assert stored.decisions[0]["actor"].startswith("policy:trusting@")
+    from daemon.service.history import event_log
+
+    events = {e["type"]: e["actor"] for e in event_log(app, config.stores["s"]) if e["proposal_id"] == merge.id}
+    assert events["proposal.pending"] == "model:openai/test-model"
+    assert events["proposal.accepted"] == stored.decisions[0]["actor"]
+
+
 def test_apply_accepted_without_a_policy_is_a_config_error(tmp_path):
     """A store cannot apply automatically with no policy to decide."""
     with pytest.raises(ConfigError, match="needs a policy"):
