@@ -26,3 +26,12 @@ def root_hash(manifest: Mapping[str, str]) -> str:
 
 def hash_text(text: str) -> str:
     return hash_bytes(text.encode("utf-8"))
+
+
+def manifest_changes(before: Mapping[str, str], after: Mapping[str, str]) -> dict[str, list[str]]:
+    """Paths added, removed and modified between two manifests (path -> hash), sorted."""
+    return {
+        "added": sorted(set(after) - set(before)),
+        "removed": sorted(set(before) - set(after)),
+        "modified": sorted(p for p in set(before) & set(after) if before[p] != after[p]),
+    }

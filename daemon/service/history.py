@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from daemon.config import StoreConfig
+from daemon.core.hashing import manifest_changes
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.recovery import recover
-from daemon.stores.files import is_temp_name
+from daemon.stores.files import find_temp_files
 from daemon.stores.scan import scan_store
 
 
@@ -102,18 +101,8 @@ def verify(app: App, store: StoreConfig) -> Verification:
     for entry in conflicts:
         result.problems.append(f"journal {entry.id} ({entry.operation} of proposal {entry.proposal_id}) is {entry.state}: a file holds neither its old nor its new bytes")
     if snap and snap.root_hash != scan.root_hash:
-        current = scan.manifest
-        for path in sorted(set(recorded) | set(current)):
-            if recorded.get(path) != current.get(path):
-                state = "added" if path not in recorded else "removed" if path not in current else "modified"
-                result.problems.append(f"{path}: {state} since dreamd last recorded the store")
-    result.problems += [f"{p}: leftover temporary file" for p in _temp_files(scan.root)]
+        changes = manifest_changes(recorded, scan.manifest)
+        for path, state in sorted((p, state) for state, paths in changes.items() for p in paths):
+            result.problems.append(f"{path}: {state} since dreamd last recorded the store")
+    result.problems += [f"{p}: leftover temporary file" for p in find_temp_files(scan.root)]
     return result
-
-
-def _temp_files(root: Path) -> list[str]:
-    """Atomic-write temp files left in the store (the scan leaves them out silently)."""
-    found = []
-    for folder, _, names in os.walk(root):  # symlinked folders are not followed
-        found += [os.path.relpath(os.path.join(folder, n), root) for n in names if is_temp_name(n)]
-    return sorted(found)

@@ -17,7 +17,7 @@ import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
-from daemon.core.hashing import root_hash
+from daemon.core.hashing import manifest_changes, root_hash
 from daemon.core.notes import Note, retired_notes
 from daemon.core.proposals import APPLIED, REVERTED
 from daemon.db import repo
@@ -136,11 +136,7 @@ EXTERNAL = "external:unknown"
 
 def record_external_changes(app: App, conn: Connection, store_id: int, before: dict[str, str], after: dict[str, str], now: dt.datetime, *, pass_id: int | None = None) -> dict[str, list[str]]:
     """Record a ``store.changed`` event by ``external:unknown`` for files that differ."""
-    changes = {
-        "added": sorted(set(after) - set(before)),
-        "removed": sorted(set(before) - set(after)),
-        "modified": sorted(p for p in set(before) & set(after) if before[p] != after[p]),
-    }
+    changes = manifest_changes(before, after)
     payload = {k: v[:50] for k, v in changes.items()} | {"counts": {k: len(v) for k, v in changes.items()}}
     repo.add_event(conn, store_id, "store.changed", EXTERNAL, app.surface, now, payload, pass_id=pass_id)
     return changes

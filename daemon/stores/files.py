@@ -129,10 +129,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def cleanup_temp_files(root: Path) -> list[str]:
-    """Remove temp files left by a crashed write anywhere in the store; their relative paths."""
+def find_temp_files(root: Path) -> list[str]:
+    """Temp files a crashed write left anywhere in the store (symlinked folders not followed)."""
     base = store_root(root)
-    removed: list[str] = []
+    found: list[str] = []
     folders = [(base, "")]
     while folders:
         folder, prefix = folders.pop()
@@ -141,20 +141,26 @@ def cleanup_temp_files(root: Path) -> list[str]:
                 listing = list(entries)
         except OSError:
             continue
-        found = False
         for entry in listing:
             if entry.is_dir(follow_symlinks=False):
                 folders.append((Path(entry.path), f"{prefix}{entry.name}/"))
             elif entry.is_file(follow_symlinks=False) and is_temp_name(entry.name):
-                try:
-                    _unlink_quietly(Path(entry.path))
-                except OSError as exc:
-                    raise _error("remove", prefix + entry.name, exc) from exc
-                removed.append(prefix + entry.name)
-                found = True
-        if found:
-            fsync_dir(folder)
-    return sorted(removed)
+                found.append(prefix + entry.name)
+    return sorted(found)
+
+
+def cleanup_temp_files(root: Path) -> list[str]:
+    """Remove temp files left by a crashed write anywhere in the store; their relative paths."""
+    base = store_root(root)
+    removed = find_temp_files(base)
+    for rel in removed:
+        try:
+            _unlink_quietly(base / rel)
+        except OSError as exc:
+            raise _error("remove", rel, exc) from exc
+    for folder in {(base / rel).parent for rel in removed}:
+        fsync_dir(folder)
+    return removed
 
 
 def _replaced_mode(path: Path, rel: str) -> int | None:
