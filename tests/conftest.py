@@ -28,7 +28,7 @@ FILE_MTIME_NS = 1_700_000_000 * 10**9  # every fixture file gets this mtime, so 
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads or writes a real user's state, config or database."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
-    for name in ("DREAMD_CONFIG", "DREAMD_DB", "STATE_DIRECTORY", "NO_COLOR"):
+    for name in ("DREAMD_CONFIG", "DREAMD_DB", "DREAMD_SURFACE", "STATE_DIRECTORY", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     structlog.reset_defaults()  # a CLI test's configure() must not filter another test's logs
 

@@ -32,10 +32,10 @@ class Settings:
     def app(self) -> Any:
         if self._app is None:
             from daemon.config import load_config
-            from daemon.service.context import App, resolve_db_url
+            from daemon.service.context import App, command_surface, resolve_db_url
 
             config = load_config(self.config_path)
-            self._app = App(config=config, db_url=resolve_db_url(self.db, config))
+            self._app = App(config=config, db_url=resolve_db_url(self.db, config), surface=command_surface())
         return self._app
 
 

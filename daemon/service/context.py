@@ -34,6 +34,19 @@ def resolve_db_url(given: str | None, config: Config) -> str:
     return default_db_url()
 
 
+SURFACES = ("cli", "timer")  # what a command may say it was started by; the daemon sets "daemon"
+
+
+def command_surface() -> str:
+    """``$DREAMD_SURFACE``: "timer" when a systemd timer or cron started the command."""
+    surface = os.environ.get("DREAMD_SURFACE", "cli")
+    if surface not in SURFACES:
+        from daemon.core.errors import ConfigError
+
+        raise ConfigError(f"DREAMD_SURFACE={surface!r} is not one of {', '.join(SURFACES)}")
+    return surface
+
+
 def human_actor() -> str:
     try:
         return f"human:{getpass.getuser()}"

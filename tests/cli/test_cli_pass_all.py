@@ -74,3 +74,18 @@ def test_a_pass_does_not_run_while_another_holds_the_store(example_store, make_a
     _hold(db_url, store.name)
     report = run_pass(app, store)
     assert report.status == "busy" and report.outcomes == [] and "otherhost:4242" in report.busy
+
+
+def test_a_timer_or_cron_run_records_its_surface(example_store, tmp_path, monkeypatch, cli):
+    """The units and the crontab set DREAMD_SURFACE=timer: passes and events say so."""
+    import json
+
+    db = f"sqlite:///{tmp_path / 'timer.db'}"
+    monkeypatch.setenv("DREAMD_SURFACE", "timer")
+    done = cli("--db", db, "pass", "--store", str(example_store), "--preset", "deepcode", "--json")
+    assert done.code == 0, done.err
+    log = json.loads(cli("--db", db, "log", "--json").out)
+    assert log and {e["surface"] for e in log} == {"timer"}
+    monkeypatch.setenv("DREAMD_SURFACE", "web")
+    refused = cli("--db", db, "log")
+    assert refused.code == 2 and "DREAMD_SURFACE='web' is not one of cli, timer" in refused.err
