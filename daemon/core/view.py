@@ -18,6 +18,7 @@ from daemon.core.notes import Note
 IN_PLACE = "in-place"
 ARCHIVE = "archive"
 RETIRE_MODES = (IN_PLACE, ARCHIVE)
+DEFAULT_ARCHIVE_DIR = ".dreamd-archive"
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,7 @@ class StoreView:
     index: IndexSpec | None = None
     index_scope: str | None = None
     retire_mode: str = IN_PLACE
-    archive_dir: str = ".dreamd-archive"
+    archive_dir: str = DEFAULT_ARCHIVE_DIR
     protected: tuple[str, ...] = ()
 
     def is_index(self, path: str) -> bool:

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 
 from daemon.core.errors import ConfigError, UnsafePathError
 from daemon.core.globs import matches
+from daemon.core.index import FORMATS as INDEX_FORMATS
+from daemon.core.view import DEFAULT_ARCHIVE_DIR, RETIRE_MODES
 from daemon.stores.paths import safe_relpath
 
-INDEX_FORMATS = ("links", "cline-tasks")
-RETIRE_MODES = ("archive", "in-place")
-DEFAULT_ARCHIVE_DIR = ".dreamd-archive"
 DEFAULT_MAX_FILE_BYTES = 1 << 20
 
 CLINE_CORE_FILES = (
@@ -116,18 +115,6 @@ class StoreSettings:
 
     def is_pinned(self, path: str) -> bool:
         return matches(path, self.pinned)
-
-    def is_protected(self, path: str) -> bool:
-        """Structural: the index and the preset's core files are never retired, merged away or moved."""
-        return path == self.index_path or matches(path, self.protected)
-
-    def should_index(self, path: str) -> bool:
-        """Whether the index should list the live note ``path``."""
-        if path == self.index_path or not self.is_note(path):
-            return False
-        if self.index_scope is not None:
-            return matches(path, (self.index_scope,))
-        return not matches(path, self.protected)
 
 
 _SETTING_KEYS = (

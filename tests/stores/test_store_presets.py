@@ -96,20 +96,35 @@ def test_index_format_without_index_is_refused() -> None:
         resolve_settings("generic", {"index_format": "links"})
 
 
+def _view_of(preset: str):  # noqa: ANN202 - the view a pass builds from these settings
+    from daemon.core.index import IndexSpec
+    from daemon.core.view import StoreView
+
+    s = resolve_settings(preset, {})
+    spec = IndexSpec(s.index_path, s.index_format) if s.index_path and s.index_format else None
+    return StoreView(notes={}, index=spec, index_scope=s.index_scope, protected=s.protected)
+
+
+def _listed(view, path: str) -> bool:  # noqa: ANN001
+    from daemon.core.notes import Note
+
+    return view.should_list(Note(path, b"# x\n", "h"))
+
+
 def test_cline_index_scope_and_protection() -> None:
     """Cline's index lists task notes at any depth, never itself or core files."""
-    settings = resolve_settings("cline", {})
-    assert settings.should_index("tasks/TASK001-x.md")
-    assert settings.should_index("tasks/COMPLETED/TASK002-y.md")
-    assert not settings.should_index("tasks/_index.md")
-    assert not settings.should_index("progress.md")
-    assert settings.is_protected("progress.md") and settings.is_protected("tasks/_index.md")
-    assert not settings.is_protected("tasks/TASK001-x.md")
+    view = _view_of("cline")
+    assert _listed(view, "tasks/TASK001-x.md")
+    assert _listed(view, "tasks/COMPLETED/TASK002-y.md")
+    assert not _listed(view, "tasks/_index.md")
+    assert not _listed(view, "progress.md")
+    assert view.is_protected("progress.md") and view.is_index("tasks/_index.md")  # structure, never retired
+    assert not view.is_protected("tasks/TASK001-x.md")
 
 
 def test_unscoped_index_lists_every_other_note() -> None:
-    """With no index scope, every note but the index itself is listed."""
-    settings = resolve_settings("claude-code", {})
-    assert settings.should_index("feedback_tests.md")
-    assert not settings.should_index("MEMORY.md")
-    assert not settings.should_index("image.png")
+    """With no index scope, every note but the index itself is listed; other files are not notes."""
+    view = _view_of("claude-code")
+    assert _listed(view, "feedback_tests.md")
+    assert not _listed(view, "MEMORY.md")
+    assert not resolve_settings("claude-code", {}).is_note("image.png")
