@@ -50,7 +50,7 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
     """
     after: dict[str, bytes | None] = {}
     read: set[str] = set(draft.notes)
-    for path in draft.notes:
+    for path in (*draft.notes, *draft.index_add):  # before anything reads them
         if path not in view.notes:
             raise ValidationError(f"names {path}, which is not a note of this store")
 

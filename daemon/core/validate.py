@@ -29,7 +29,7 @@ def unsafe_path_reason(path: str) -> str | None:
 
 def refusal(draft: Draft, change: Change, view: StoreView) -> str | None:
     """The first invariant the change breaks, or None when it may be proposed."""
-    for check in (_paths_safe, _notes_exist, _merge_size, _pinned_untouched, _protected_kept, _retire_live, _reindex_only_index, _writes_in_scope):
+    for check in (_paths_safe, _merge_size, _pinned_untouched, _protected_kept, _retire_live, _reindex_only_index, _writes_in_scope):
         reason = check(draft, change, view)
         if reason:
             return reason
@@ -41,13 +41,6 @@ def _paths_safe(draft: Draft, change: Change, view: StoreView) -> str | None:
         reason = unsafe_path_reason(path)
         if reason:
             return reason
-    return None
-
-
-def _notes_exist(draft: Draft, change: Change, view: StoreView) -> str | None:
-    for path in (*draft.notes, *draft.index_add):
-        if path not in view.notes:
-            return f"names {path}, which is not a note of this store"
     return None
 
 

@@ -108,3 +108,10 @@ def test_a_change_creating_a_file_outside_the_archive_is_refused():
     extra = b"planted\n"
     tampered = type(change)(base={**change.base, "new.md": None}, result={**change.result, "new.md": hash_bytes(extra)}, data={**change.data, hash_bytes(extra): extra})
     assert refusal(draft, tampered, view) == "would create new.md outside the archive folder"
+
+
+def test_an_index_entry_for_a_missing_note_cannot_be_built():
+    """build checks index_add like the notes: a refusal, not a KeyError in a pass's thread."""
+    view = _view({"MEMORY.md": b"- [a](a.md)\n", "a.md": b"x\n"}, index=IndexSpec("MEMORY.md", "links"))
+    with pytest.raises(ValidationError, match="names ghost.md, which is not a note"):
+        build(_draft("reindex", index_add=("ghost.md",)), view, NOW)
