@@ -236,19 +236,26 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
     return stale
 
 
+def _known(conn: Connection, store_id: int, item: Planned) -> tuple[str, int | None, str | None]:
+    """What earlier passes and decisions make of a planned proposal: (state, id, note).
+    Already open as another proposal: a duplicate; rejected before: suppressed."""
+    if item.state != PENDING:
+        return item.state, None, item.reason
+    existing = repo.open_proposal_with_key(conn, store_id, item.key)
+    if existing is not None:
+        return "duplicate", existing, f"already proposed as #{existing}"
+    if repo.has_tombstone(conn, store_id, "change", item.key):
+        return SUPPRESSED, None, "the same change was rejected before"
+    return PENDING, None, item.reason
+
+
 def _store_proposal(app: App, conn: Connection, store_id: int, pass_id: int, item: Planned, now: dt.datetime) -> Outcome:
-    state, note = item.state, item.reason
-    if state == PENDING:
-        existing = repo.open_proposal_with_key(conn, store_id, item.key)
-        if existing is not None:
-            return Outcome(item.slim(), "duplicate", existing, f"already proposed as #{existing}")
-        if repo.has_tombstone(conn, store_id, "change", item.key):
-            state, note = SUPPRESSED, "the same change was rejected before"
+    state, existing, note = _known(conn, store_id, item)
+    if state == "duplicate":
+        return Outcome(item.slim(), state, existing, note)
     values = proposal_values(item, state, note, pass_id, now)
     files: dict[str, tuple[str | None, str | None]] = {}
-    if item.change is not None:
-        base = {h for h in item.change.base.values() if h}
-        repo.put_blobs(conn, {h: item.change.data[h] for h in base})  # results: rebuilt from the diff
+    if item.change is not None:  # base bytes are stored with the pass's snapshot; results rebuild from the diff
         files = {p: (item.change.base[p], item.change.result[p]) for p in item.change.result}
     proposal_id = repo.add_proposal(conn, store_id, values, files)
     payload = {"kind": item.draft.kind, "state": state, "paths": item.paths, "reason": note, "confidence": item.draft.confidence}
@@ -274,8 +281,18 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
     """
     observed = observe(store)
     report = PassReport(store.name, "dry-run", observed.scan.root_hash, skipped_files=observed.scan.skipped, notes=len(observed.scan.notes), at=now)
-    remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     engine = app.read_only_engine()
+    try:
+        _dry_plan(app, store, now, observed, report, engine)
+    finally:
+        if engine is not None:
+            engine.dispose()
+    return report
+
+
+def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any) -> None:
+    """The dry run's planning, duplicate and suppression marks read through ``engine``."""
+    remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     store_row = None
     changed = set(observed.view.notes)
     if engine is not None:
@@ -292,18 +309,13 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
             raise PlannerError(f"the model part of the pass failed: {llm.error}")
         model_items = [refused_planned(r, observed.view) for r in llm.refusals]
         planned = itertools.chain(planned, model_items, make_proposals(llm.drafts, observed.view, now, STORE_BATCH))
-    for item in planned:
-        outcome = Outcome(item.slim(), item.state, note=item.reason)
-        if engine is not None and store_row is not None and item.state == PENDING:
-            with engine.connect() as conn:
-                existing = repo.open_proposal_with_key(conn, store_row.id, item.key)
-                if existing is not None:
-                    outcome = Outcome(item.slim(), "duplicate", existing, f"already proposed as #{existing}")
-                elif repo.has_tombstone(conn, store_row.id, "change", item.key):
-                    outcome = Outcome(item.slim(), SUPPRESSED, note="the same change was rejected before")
-        report.outcomes.append(outcome)
-    if engine is not None:
-        engine.dispose()
-    return report
+    if engine is None or store_row is None:
+        report.outcomes += [Outcome(item.slim(), item.state, note=item.reason) for item in planned]
+        return
+    with engine.connect() as conn:
+        for item in planned:
+            state, existing, note = _known(conn, store_row.id, item)
+            report.outcomes.append(Outcome(item.slim(), state, existing, note))
+
 
 
