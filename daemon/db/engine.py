@@ -39,6 +39,7 @@ __all__ = [
     "default_db_url",
     "describe",
     "open_engine",
+    "open_read_only",
     "pending_migrations",
     "translate_db_errors",
 ]
@@ -127,6 +128,33 @@ def _upgrade(engine: Engine) -> None:
                 conn.rollback()
                 conn.execute(text("SELECT pg_advisory_unlock(:id)"), {"id": MIGRATION_LOCK})
                 conn.commit()
+
+
+def open_read_only(url: str) -> Engine | None:
+    """The database opened so that nothing can be written, or None when there is none yet
+    (a SQLite file that does not exist, a server database not migrated to this code).
+
+    A SQLite file is opened ``immutable`` (no lock, no journal, no WAL files). Immutable
+    mode ignores the WAL, so while another process holds the database open (its committed
+    transactions still in ``-wal``) the file is opened ``mode=ro`` instead: that never
+    writes the database or the WAL. Errors come out as StateError, like open_engine's.
+    """
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        engine = open_engine(url, migrate=False)
+        if _at_head(engine) or not pending_migrations(engine):  # the quick look first
+            return engine
+        engine.dispose()
+        return None
+    database = parsed.database
+    if not database or database == ":memory:" or not Path(database).is_file():
+        return None
+    path = Path(database).resolve()
+    wal = path.with_name(path.name + "-wal")
+    mode = "mode=ro" if wal.is_file() and wal.stat().st_size > 0 else "mode=ro&immutable=1"
+    engine = create_engine(f"sqlite:///file:{path}?{mode}&uri=true")
+    event.listen(engine, "handle_error", _translator(describe(parsed)))
+    return engine
 
 
 def _at_head(engine: Engine) -> bool:

@@ -12,10 +12,8 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from pathlib import Path
 
-from sqlalchemy import create_engine
-from sqlalchemy.engine import Engine, make_url
+from sqlalchemy.engine import Engine
 
 from daemon.config import Config
 
@@ -90,20 +88,9 @@ class App:
         (its committed transactions still in ``-wal``) the file is opened ``mode=ro``
         instead: that never writes the database or the WAL.
         """
-        url = make_url(self.db_url)
-        if url.get_backend_name() == "sqlite":
-            database = url.database
-            if not database or database == ":memory:" or not Path(database).is_file():
-                return None
-            path = Path(database).resolve()
-            wal = path.with_name(path.name + "-wal")
-            if wal.is_file() and wal.stat().st_size > 0:
-                return create_engine(f"sqlite:///file:{path}?mode=ro&uri=true")
-            return create_engine(f"sqlite:///file:{path}?mode=ro&immutable=1&uri=true")
-        from daemon.db.engine import open_engine, pending_migrations
+        from daemon.db.engine import open_read_only
 
-        engine = open_engine(self.db_url, migrate=False)
-        return None if pending_migrations(engine) else engine
+        return open_read_only(self.db_url)
 
     def close(self) -> None:
         if self._engine is not None:

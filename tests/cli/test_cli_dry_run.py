@@ -64,3 +64,13 @@ def test_dry_run_with_a_mistyped_store_name_creates_no_database(tmp_path, cli):
     assert done.code == 2
     assert done.err == "error[config]: no store named 'typo' (known: none configured) (use --store PATH --preset NAME, or add [[stores]] to the config)\n"
     assert not (tmp_path / "xdg-state").exists()
+
+
+def test_a_dry_run_over_a_corrupt_database_is_one_state_error_line(example_store, tmp_path, cli):
+    """The read-only look at the database translates errors like every other open."""
+    broken = tmp_path / "state.db"
+    broken.write_bytes(b"not a database at all" * 300)
+    done = cli("--db", f"sqlite:///{broken}", "pass", "--dry-run", "--store", str(example_store), "--preset", "deepcode")
+    assert done.code == 4
+    assert done.err.strip().splitlines() == [done.err.strip()] and done.err.startswith("error[state]: state database")
+    assert broken.read_bytes() == b"not a database at all" * 300
