@@ -14,7 +14,6 @@ from daemon.core.index import IndexSpec
 from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.db import repo
-from daemon.db.engine import describe, translate_db_errors
 from daemon.service.context import App
 from daemon.stores.scan import ScanResult, scan_store
 
@@ -61,7 +60,7 @@ def known_store(app: App, name: str) -> StoreConfig | None:
     if engine is None:
         return None
     try:
-        with translate_db_errors(describe(engine.url)), engine.connect() as conn:
+        with engine.connect() as conn:
             row = repo.find_store(conn, name)
     finally:
         engine.dispose()
