@@ -38,6 +38,16 @@ def rule_violations(rule: Rule) -> list[str]:
     return problems
 
 
+def budget_spent(policy: Policy, counts: Counts) -> str | None:
+    """Why every further proposal holds, whatever its facts: a spent per-pass or daily budget."""
+    limits = policy.limits
+    if limits.max_per_pass is not None and counts.this_pass >= limits.max_per_pass:
+        return f"budget spent: {counts.this_pass} accepted in this pass (max_per_pass {limits.max_per_pass})"
+    if limits.max_per_day is not None and counts.today >= limits.max_per_day:
+        return f"budget spent: {counts.today} accepted today (max_per_day {limits.max_per_day})"
+    return None
+
+
 def evaluate(policy: Policy, facts: Facts, counts: Counts | None = None) -> Decision:
     """The decision of ``policy`` on a proposal described by ``facts``; first matching rule wins."""
     counts = counts or Counts()
@@ -49,10 +59,9 @@ def evaluate(policy: Policy, facts: Facts, counts: Counts | None = None) -> Deci
 
     if limits.max_retire is not None and len(facts.retire) > limits.max_retire:
         return held(f"retires {len(facts.retire)} notes, more than max_retire {limits.max_retire}")
-    if limits.max_per_pass is not None and counts.this_pass >= limits.max_per_pass:
-        return held(f"budget spent: {counts.this_pass} accepted in this pass (max_per_pass {limits.max_per_pass})")
-    if limits.max_per_day is not None and counts.today >= limits.max_per_day:
-        return held(f"budget spent: {counts.today} accepted today (max_per_day {limits.max_per_day})")
+    spent = budget_spent(policy, counts)
+    if spent:
+        return held(spent)
 
     for index, rule in enumerate(policy.rules):
         if rule.mismatch(facts) is not None:

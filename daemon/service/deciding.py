@@ -14,10 +14,10 @@ from typing import Any
 
 from daemon.config import StoreConfig
 from daemon.db import repo
-from daemon.policies.engine import evaluate
+from daemon.policies.engine import budget_spent, evaluate
 from daemon.policies.facts import facts_of
 from daemon.policies.load import load_policy
-from daemon.policies.model import Counts, Decision, Facts
+from daemon.policies.model import HOLD, Counts, Decision, Facts
 from daemon.service.context import App
 from daemon.service import journal
 from daemon.service.review import decide, get_proposal, locate
@@ -58,8 +58,13 @@ def decide_by_policy(app: App, store: StoreConfig, store_id: int, proposal_ids: 
         today = repo.decisions_since(conn, store_id, policy.actor, "accept", midnight)
     accepted_now = 0
     for proposal_id in proposal_ids:
+        counts = Counts(this_pass=accepted_now, today=today + accepted_now)
+        spent = budget_spent(policy, counts)
+        if spent:  # everything else holds, whatever its facts: no need to load them
+            outcome.decisions.update({pid: Decision(HOLD, None, None, spent, policy.actor) for pid in proposal_ids if pid not in outcome.decisions})
+            break
         _, facts = load_facts(app, proposal_id)
-        verdict = evaluate(policy, facts, Counts(this_pass=accepted_now, today=today + accepted_now))
+        verdict = evaluate(policy, facts, counts)
         outcome.decisions[proposal_id] = verdict
         if verdict.decision in ("accept", "reject"):
             decide(app, proposal_id, verdict.decision, verdict.reason, actor=policy.actor)

@@ -152,3 +152,23 @@ def test_max_retire_counts_notes_retired_in_place_as_well_as_archived(make_store
         (merge,) = [o for o in report.outcomes if o.planned.draft.kind == "merge"]
         assert len(merge.planned.draft.retire) == 6
         assert (report.policy["accepted"], report.policy["held"]) == (0, 1), preset
+
+
+def test_once_the_budget_is_spent_the_rest_hold_without_reading_their_facts(make_store, make_app, tmp_path, monkeypatch):
+    """A spent budget holds every further proposal whatever its facts, so they are not read:
+    a pass over a store with hundreds of held proposals stays cheap."""
+    from daemon.service import deciding
+
+    files = {}
+    for i in range(3):
+        body = f"# Topic {i}\n\nBuild flag -O{i} with cache key k{i * 17} and nothing else.\n"
+        files[f"t{i}.md"] = files[f"t{i}-copy.md"] = body
+    root = make_store(files)
+    (tmp_path / "one.toml").write_text(ONE_PER_PASS)
+    config = parse_config({"stores": [{"name": "s", "path": str(root), "preset": "generic", "policy": str(tmp_path / "one.toml")}]})
+    read = []
+    real = deciding.load_facts
+    monkeypatch.setattr(deciding, "load_facts", lambda app, pid: read.append(pid) or real(app, pid))
+    report = run_pass(make_app(config), config.stores["s"])
+    assert (report.policy["accepted"], report.policy["held"]) == (1, 2)
+    assert len(read) == 1
