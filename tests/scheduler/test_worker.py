@@ -92,3 +92,25 @@ def _assert_each_proposal_all_or_nothing(db: str, root) -> None:
                 assert have == want, (row.id, row.state)
     finally:
         engine.dispose()
+
+
+def test_sigterm_to_the_daemon_during_applies_exits_0_with_no_torn_proposal(tmp_path, make_store, start_daemon):
+    """The same through ``dreamd run``: the daemon forwards the stop to its worker."""
+    root = _duplicates_store(make_store, pairs=120)
+    (tmp_path / "policy.toml").write_text(POLICY)
+    db = f"sqlite:///{tmp_path / 'state.db'}"
+    config = tmp_path / "config.toml"
+    config.write_text(f'db = "{db}"\n[[stores]]\nname = "dups"\npath = "{root}"\npreset = "generic"\npolicy = "policy.toml"\napply = "accepted"\nevery = "1h"\njitter = "0s"\n')
+    daemon = start_daemon(config, "--stop-timeout", "0")
+    wait_for(lambda: (tmp_path / "state.db").exists(), what="the database")
+    engine = open_engine(db)
+    try:
+        wait_for(lambda: _states(engine).get("applied", 0) >= 3, timeout=120, what="applies under way")
+        assert daemon.stop() == 0
+        states = _states(engine)
+        with engine.connect() as conn:
+            assert repo.unfinished_journals(conn, 1) == []
+    finally:
+        engine.dispose()
+    assert states["applied"] < 120, states
+    _assert_each_proposal_all_or_nothing(db, root)
