@@ -46,36 +46,16 @@ def test_apply_accepted_applies_what_the_policy_accepted(example_store, make_app
     assert verify(app, config.stores["s"]).clean
 
 
-def test_a_lossy_model_merge_is_held_even_by_the_trusting_policy(make_store, make_app):
-    """A confident model merge that loses a fact stays pending under the trusting policy."""
-    build = "# Build\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
-    again = "# Build how-to\nCI only checks lint, so run make test before pushing.\nThe integration tests need postgres on port 5433.\n"
-    root = make_store({"MEMORY.md": "# M\n- [Build](build.md)\n- [How-to](howto.md)\n", "build.md": build, "howto.md": again})
-    reply = json.dumps({"v": 1, "proposals": [{
-        "kind": "merge", "notes": ["build.md", "howto.md"], "survivor": "build.md", "newer": None,
-        "merged_body": "# Build\nRun make test before pushing because CI only checks lint.\n", "rationale": "same",
-        "confidence": 0.97, "evidence": [{"note": "build.md", "quote": "Run make test before pushing"}], "dropped": [],
-    }]})  # fmt: skip
-    config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "deepcode", "policy": "trusting"}]})
-    app = make_app(config)
-    model = FakeModel().enqueue(reply).enqueue(reply)
-    app.model_client = lambda settings: model
-    report = run_pass(app, config.stores["s"])
-    (merge,) = [o for o in report.outcomes if o.planned.draft.source.startswith("model:")]
-    stored = get_proposal(app, merge.id)
-    assert (stored.lossy, stored.state) == (True, "pending")
+BUILD = "# Build\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
+BUILD_AGAIN = "# Build how-to\nCI only checks lint, so run make test before pushing.\nThe integration tests need postgres on port 5433.\n"
 
 
-def test_the_same_model_merge_without_the_loss_is_accepted_by_the_trusting_policy(make_store, make_app):
-    """The control for the test above: only the lost fact kept it pending. The acceptance is
-    recorded, decision and event, with the policy as actor; the proposal's own event names
-    the model."""
-    build = "# Build\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
-    again = "# Build how-to\nCI only checks lint, so run make test before pushing.\nThe integration tests need postgres on port 5433.\n"
-    root = make_store({"MEMORY.md": "# M\n- [Build](build.md)\n- [How-to](howto.md)\n", "build.md": build, "howto.md": again})
+def _model_merge_under_trusting(make_store, make_app, merged_body: str):  # noqa: ANN001, ANN202
+    """A confident model merge of two build notes into ``merged_body``, decided by trusting."""
+    root = make_store({"MEMORY.md": "# M\n- [Build](build.md)\n- [How-to](howto.md)\n", "build.md": BUILD, "howto.md": BUILD_AGAIN})
     reply = json.dumps({"v": 1, "proposals": [{
         "kind": "merge", "notes": ["build.md", "howto.md"], "survivor": "build.md", "newer": None,
-        "merged_body": build, "rationale": "same", "confidence": 0.97,
+        "merged_body": merged_body, "rationale": "same", "confidence": 0.97,
         "evidence": [{"note": "build.md", "quote": "Run make test before pushing"}], "dropped": [],
     }]})  # fmt: skip
     config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "deepcode", "policy": "trusting"}]})
@@ -84,12 +64,25 @@ def test_the_same_model_merge_without_the_loss_is_accepted_by_the_trusting_polic
     app.model_client = lambda settings: model
     report = run_pass(app, config.stores["s"])
     (merge,) = [o for o in report.outcomes if o.planned.draft.source.startswith("model:")]
-    stored = get_proposal(app, merge.id)
-    assert (stored.lossy, stored.state) == (False, "accepted")
-    assert stored.decisions[0]["actor"].startswith("policy:trusting@")
+    return app, config.stores["s"], get_proposal(app, merge.id)
+
+
+def test_a_lossy_model_merge_is_held_even_by_the_trusting_policy(make_store, make_app):
+    """A confident model merge that loses a fact stays pending under the trusting policy."""
+    _, _, stored = _model_merge_under_trusting(make_store, make_app, "# Build\nRun make test before pushing because CI only checks lint.\n")
+    assert (stored.lossy, stored.state) == (True, "pending")
+
+
+def test_the_same_model_merge_without_the_loss_is_accepted_by_the_trusting_policy(make_store, make_app):
+    """The control for the test above: only the lost fact kept it pending. The acceptance is
+    recorded, decision and event, with the policy as actor; the proposal's own event names
+    the model."""
     from daemon.service.history import event_log
 
-    events = {e["type"]: e["actor"] for e in event_log(app, config.stores["s"]) if e["proposal_id"] == merge.id}
+    app, store, stored = _model_merge_under_trusting(make_store, make_app, BUILD)
+    assert (stored.lossy, stored.state) == (False, "accepted")
+    assert stored.decisions[0]["actor"].startswith("policy:trusting@")
+    events = {e["type"]: e["actor"] for e in event_log(app, store) if e["proposal_id"] == stored.id}
     assert events["proposal.pending"] == "model:openai/test-model"
     assert events["proposal.accepted"] == stored.decisions[0]["actor"]
 
