@@ -1,4 +1,5 @@
-"""Turn a Draft into concrete files: retire marks, archive moves, merged text, index edits.
+"""Turn a Draft into concrete files: retire marks, archive moves, merged text, references
+rewritten to the surviving note, index edits within the agent's load limit.
 
 Pure: the same (draft, view, now) always gives the same bytes. The change key is built
 from a second run at a fixed time, so stamps like ``valid_to`` do not make a rejected
@@ -11,11 +12,11 @@ import datetime as dt
 import posixpath
 from typing import Any
 
-from daemon.core import frontmatter, index
+from daemon.core import frontmatter, index, references
 from daemon.core.errors import ValidationError
 from daemon.core.hashing import hash_bytes
 from daemon.core.notes import EXPIRED, SUPERSEDED
-from daemon.core.proposals import MERGE, REINDEX, SOFT_EXPIRE, Change, Draft, change_key
+from daemon.core.proposals import MERGE, RELINK, RELOCATE, RETIRING, SOFT_EXPIRE, Change, Draft, ReadFacts, change_key
 from daemon.core.view import ARCHIVE, StoreView
 
 KEY_EPOCH = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
@@ -46,7 +47,9 @@ def archive_path(view: StoreView, path: str, taken: set[str]) -> str:
 def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool = True) -> Change:
     """Files before and after the draft; raises ValidationError when it cannot be built.
 
-    ``with_index=False`` leaves the index edit out (the change key does not need it).
+    A retired note's references in other live notes are rewritten to its replacement, and
+    the index keeps within what its agent loads; ``Change.reads`` says what could not be
+    kept. ``with_index=False`` leaves the index edit out (the change key does not need it).
     """
     after: dict[str, bytes | None] = {}
     read: set[str] = set(draft.notes)
@@ -58,44 +61,123 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
         assert draft.survivor is not None
         after[draft.survivor] = draft.survivor_data
 
-    if draft.kind != REINDEX:
-        marks = retire_marks(draft, now)
-        moved: set[str] = set()
-        for path in draft.retire:
-            note = view.notes[path]
-            if note.frontmatter_error:
-                raise ValidationError(f"{path} has {note.frontmatter_error}; it cannot be marked")
-            marked = frontmatter.set_keys(note.data, marks)
-            if view.retire_mode == ARCHIVE:
-                target = archive_path(view, path, moved)
-                moved.add(target)
-                after[path] = None
-                after[target] = marked
-            else:
-                after[path] = marked
+    gone: set[str] = set()
+    if draft.kind in RETIRING or draft.kind == RELOCATE:
+        gone = set(draft.retire)
+        _retire(draft, view, now, after)
 
-    new_index = _edit_index(draft, view) if with_index else None
-    if new_index is not None and view.index is not None:
-        read.add(view.index.path)
-        after[view.index.path] = new_index
-    return _as_change(view, read, after)
+    if draft.kind == RELINK:
+        kept = references.keep(view, after, gone, dict(draft.relink), by_key=True)
+    else:
+        replaced = {p: draft.survivor for p in gone} if draft.kind in RETIRING else {}
+        kept = references.keep(view, after, gone, replaced)
+    after.update(kept.written)
+    read |= set(kept.written)
+    dangling = kept.dangling + references.newly_dangling(view, after, gone)
+
+    index_facts: dict[str, Any] = {}
+    if with_index and view.index is not None and view.index_note is not None:
+        edited, index_facts = _edit_index(draft, view, gone)
+        if edited is not None:
+            read.add(view.index.path)
+            after[view.index.path] = edited
+    reads = ReadFacts(rewritten=kept.rewritten, unlinked=kept.unlinked, dangling=tuple(dangling), **index_facts)
+    return _as_change(view, read, after, reads)
 
 
-def _edit_index(draft: Draft, view: StoreView) -> bytes | None:
-    note = view.index_note
-    if note is None or view.index is None:
-        return None
-    drop = set(draft.retire) | set(draft.index_drop)
+def _retire(draft: Draft, view: StoreView, now: dt.datetime, after: dict[str, bytes | None]) -> None:
+    """Mark each retired note (a relocated one is already marked) and move it to the archive."""
+    marks = retire_marks(draft, now) if draft.kind != RELOCATE else {}
+    moved: set[str] = set()
+    for path in draft.retire:
+        note = view.notes[path]
+        if marks and note.frontmatter_error:
+            raise ValidationError(f"{path} has {note.frontmatter_error}; it cannot be marked")
+        marked = frontmatter.set_keys(note.data, marks) if marks else note.data
+        if view.retire_mode == ARCHIVE or draft.kind == RELOCATE:
+            target = archive_path(view, path, moved)
+            moved.add(target)
+            after[path] = None
+            after[target] = marked
+        else:
+            after[path] = marked
+
+
+def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | None, dict[str, Any]]:
+    """The index without the retired notes' entries and with the added ones, each in its
+    section, kept within the agent's load limit as far as shortening hooks can keep it."""
+    spec, note = view.index, view.index_note
+    assert spec is not None and note is not None
     parsed = view.parsed_index
-    lines = index.drop_lines(view.index, parsed, drop) if drop else parsed.lines
-    adds = [(p, view.notes[p].title, view.notes[p].description) for p in draft.index_add]
-    if lines is parsed.lines and not adds:
-        return None
-    edited = index.add(view.index, "".join(lines), adds)
-    return edited.encode("utf-8")
+    before = "".join(parsed.lines)
+    drop = gone | set(draft.index_drop)
+    lines = index.drop_lines(spec, parsed, drop) if drop else parsed.lines
+    adds = [_new_entry(view, p) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
+    if lines is parsed.lines and not adds and not draft.index_compact:
+        return None, {}
+    base, shortened = "".join(lines), 0
+    limit = spec.limit
+    widths = index.COMPACT_WIDTHS if draft.index_compact else ()
+    for width in (None, *widths):
+        trial, cut = index.compact(spec, base, view.notes, width) if width is not None else (base, 0)
+        for hooks in (True, False):
+            edited = index.add(spec, trial, adds, hooks=hooks)
+            if limit is None or limit.fits(edited) or not adds:
+                break
+        shortened = cut + (0 if hooks else len(adds))
+        if limit is None or limit.fits(edited):
+            break
+    if edited == before:
+        return None, {}
+    return edited.encode("utf-8"), _index_facts(spec, view, before, edited, drop, shortened)
 
 
-def _as_change(view: StoreView, read: set[str], after: dict[str, bytes | None]) -> Change:
+def _index_facts(spec: index.IndexSpec, view: StoreView, before: str, after: str, dropped: set[str], shortened: int) -> dict[str, Any]:
+    if spec.limit is None:
+        return {"hooks_shortened": shortened}
+    unloaded_before = _unloaded(spec, view, before)
+    unloaded_after = _unloaded(spec, view, after)
+    loaded_before = {e.path for e in index.entries(spec, before, view.notes)} - unloaded_before
+    pushed = sorted(p for p in loaded_before & unloaded_after if p not in dropped)
+    return {
+        "index_limit": spec.limit.describe(), "unloaded_before": len(unloaded_before),
+        "unloaded_after": len(unloaded_after), "pushed_out": tuple(pushed), "hooks_shortened": shortened,
+    }  # fmt: skip
+
+
+def _unloaded(spec: index.IndexSpec, view: StoreView, text: str) -> set[str]:
+    """Notes whose index entries all sit where the agent stops loading."""
+    assert spec.limit is not None
+    gone = spec.limit.unloaded_lines(text)
+    by_path: dict[str, list[int]] = {}
+    for entry in index.entries(spec, text, view.notes):
+        by_path.setdefault(entry.path, []).append(entry.line)
+    return {path for path, lines in by_path.items() if all(n in gone for n in lines)}
+
+
+def _survivor_entry(draft: Draft, view: StoreView, gone: set[str]) -> tuple[str, ...]:
+    """The survivor of a merge or supersession, when it takes over a retired note's entry."""
+    survivor = draft.survivor
+    if draft.kind not in RETIRING or survivor is None or survivor in gone:
+        return ()
+    listed = view.parsed_index.by_path
+    if survivor in listed or not any(p in listed for p in gone):
+        return ()
+    return (survivor,) if view.should_list(view.notes[survivor]) else ()
+
+
+def _new_entry(view: StoreView, path: str) -> index.NewEntry:
+    note = view.notes[path]
+    spec = view.index
+    section = None
+    if spec is not None and spec.sections == index.BY_STATUS:
+        section = index.task_status(note.body)
+    elif spec is not None and spec.sections == index.BY_TYPE:
+        section = note.type
+    return index.NewEntry(path, note.title, note.description, section)
+
+
+def _as_change(view: StoreView, read: set[str], after: dict[str, bytes | None], reads: ReadFacts) -> Change:
     data: dict[str, bytes] = {}
     base: dict[str, str | None] = {}
     result: dict[str, str | None] = {}
@@ -111,18 +193,21 @@ def _as_change(view: StoreView, read: set[str], after: dict[str, bytes | None]) 
                 data[result[path]] = new  # type: ignore[index]
         else:
             result[path] = base[path]
-    return Change(base=base, result=result, data=data)
+    return Change(base=base, result=result, data=data, reads=reads)
 
 
 def key_of(draft: Draft, view: StoreView) -> str:
-    """The draft's change key: content at a fixed time, the index left out.
+    """The draft's change key: content at a fixed time, the index and reference rewrites left out.
 
-    The index is left out because unrelated index edits must not resurrect a rejected
-    merge; reindex drafts are keyed on the entries they add and drop instead.
+    The index and notes that only have a reference rewritten are left out because unrelated
+    edits to them must not resurrect a rejected merge; reindex drafts are keyed on the
+    entries they add and drop instead, relink drafts on what they repoint.
     """
     canonical = build(draft, view, KEY_EPOCH, with_index=False)
-    skip = {view.index.path} if view.index else set()
-    base = {p: h for p, h in canonical.base.items() if p not in skip}
-    result = {p: h for p, h in canonical.result.items() if p not in skip}
+    own = set(draft.notes) | {p for p in canonical.result if p.startswith(view.archive_dir + "/")}
+    keep = (lambda p: True) if draft.kind == RELINK else own.__contains__
+    base = {p: h for p, h in canonical.base.items() if keep(p) and not view.is_index(p)}
+    result = {p: h for p, h in canonical.result.items() if keep(p) and not view.is_index(p)}
     extra = tuple(f"-{p}" for p in sorted(draft.index_drop)) + tuple(f"+{p}" for p in sorted(draft.index_add))
+    extra += tuple(f"~{a}>{b}" for a, b in sorted(draft.relink, key=str)) + (("compact",) if draft.index_compact else ())
     return change_key(draft.kind, base, result, extra)

@@ -1,4 +1,5 @@
-"""Index notes: which notes an index lists, and edits that add or drop entries.
+"""Index notes: which notes an index lists, how much of it its agent loads, and edits that
+add or drop entries.
 
 Two formats cover the presets:
 
@@ -7,7 +8,8 @@ Two formats cover the presets:
 - ``cline-tasks``: Cline's ``tasks/_index.md``, whose lines name task ids (``[TASK011]``)
   matching files ``tasks/TASK011-*.md``, also in subfolders (``tasks/COMPLETED/``).
 
-Lines that are not entries (headings, prose) are never touched.
+Lines that are not entries (headings, prose) are never touched. New entries go into the
+section their note belongs to (``sections``), else at the end, and are never cut mid-word.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from urllib.parse import unquote
 LINKS = "links"
 CLINE_TASKS = "cline-tasks"
 FORMATS = (LINKS, CLINE_TASKS)
+
+# Where an index with sections puts a new entry.
+BY_STATUS = "status"  # Cline: the section named by the task file's **Status:**
+BY_TYPE = "type"  # a MEMORY.md with sections: the one named like the note's type (user, project...)
 
 _LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]+?\.md)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
 # a link plus the decoration around it in list-of-links lines: "[a](a.md) (123), "
@@ -36,11 +42,76 @@ class Entry:
 
 
 @dataclass(frozen=True)
+class LoadLimit:
+    """How much of an index an agent loads into its prompt; the rest it never sees.
+
+    ``lines`` and ``chars`` bound what is loaded, whichever comes first (characters are
+    counted as code points; the agents count code points or UTF-16 units, never fewer).
+    ``trimmed``: surrounding whitespace is dropped before counting. ``cut_at_line``: a cut by
+    characters goes back to the last line end before it.
+    """
+
+    lines: int | None = None
+    chars: int | None = None
+    trimmed: bool = False
+    cut_at_line: bool = False
+
+    def span(self, text: str) -> tuple[int, int, int]:
+        """(start, stop, end) offsets in ``text``: the agent loads ``text[start:stop]`` of the
+        ``text[start:end]`` it counts; ``stop == end`` when it loads all of it."""
+        start, end = 0, len(text)
+        if self.trimmed:
+            end = len(text.rstrip())
+            start = min(len(text) - len(text.lstrip()), end)
+        stop = end
+        if self.lines is not None:
+            pos = start
+            for _ in range(self.lines):
+                newline = text.find("\n", pos, end)
+                if newline < 0:
+                    break
+                pos = newline + 1
+            else:
+                stop = min(stop, pos - 1)  # the newline that ends the last loaded line
+        if self.chars is not None and stop - start > self.chars:
+            cut = start + self.chars
+            if self.cut_at_line:
+                newline = text.rfind("\n", start, cut)
+                cut = newline if newline > start else cut
+            stop = cut
+        return start, stop, end
+
+    def fits(self, text: str) -> bool:
+        """Whether the agent loads all of ``text``."""
+        _, stop, end = self.span(text)
+        return stop == end
+
+    def unloaded_lines(self, text: str) -> set[int]:
+        """1-based numbers of the lines the agent does not load whole."""
+        _, stop, _ = self.span(text)
+        gone, offset = set(), 0
+        for number, line in enumerate(text.split("\n"), 1):
+            if offset + len(line) > stop and line.strip():
+                gone.add(number)
+            offset += len(line) + 1
+        return gone
+
+    def describe(self) -> str:
+        parts = [f"{self.lines} lines" if self.lines else "", f"{self.chars:,} characters" if self.chars else ""]
+        return " or ".join(p for p in parts if p)
+
+
+
+@dataclass(frozen=True)
 class IndexSpec:
-    """Where a store's index is and how to read it."""
+    """Where a store's index is, how it is written, how much of it the agent loads."""
 
     path: str
     format: str
+    limit: LoadLimit | None = None  # None: the agent reads it whole
+    line_chars: int | None = None  # the longest entry line the agent's own instructions allow
+    sections: str | None = None  # BY_STATUS, BY_TYPE, or None: new entries go at the end
+    lists: str | None = None  # glob of the notes it should list; None: every note the agent lists
 
 
 def _resolve(index_path: str, target: str) -> str | None:
@@ -54,9 +125,12 @@ def _resolve(index_path: str, target: str) -> str | None:
     return joined
 
 
-def _task_id(path: str) -> str | None:
-    name = path.rsplit("/", 1)[-1]
-    match = re.match(r"(TASK[0-9A-Za-z_]+?)(?:[-_. ].*)?\.md$", name)
+_TASK_FILE = re.compile(r"(TASK[0-9A-Za-z_]+?)(?:[-_. ].*)?\.md$")
+
+
+def task_id(path: str) -> str | None:
+    """The task id a file name starts with (``tasks/TASK012-login.md`` -> ``TASK012``)."""
+    match = _TASK_FILE.match(path.rsplit("/", 1)[-1])
     return match.group(1) if match else None
 
 
@@ -77,7 +151,7 @@ def entries(spec: IndexSpec, text: str, notes: Iterable[str]) -> list[Entry]:
     folder = posixpath.dirname(spec.path)
     by_id = {}
     for path in notes:
-        task = _task_id(path)
+        task = task_id(path)
         # Cline files finished tasks in subfolders (tasks/COMPLETED/...): any depth counts
         if task and (path.startswith(f"{folder}/") if folder else True):
             by_id.setdefault(task, path)
@@ -145,24 +219,146 @@ def _drop_links(spec: IndexSpec, line: str, paths: set[str]) -> str:
     return line
 
 
-def add(spec: IndexSpec, text: str, items: list[tuple[str, str, str]]) -> str:
-    """Append one entry line per ``(path, title, description)``."""
+DEFAULT_LINE_CHARS = 150  # an entry line dreamd writes, when the agent documents no length
+_MIN_HOOK = 20  # a hook shorter than this says nothing: leave it out instead
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_WORD = re.compile(r"[0-9a-z]+")
+_ID_PREFIX = re.compile(r"^\[?TASK[0-9A-Za-z_]+(?:(?:\.\.|-)[0-9A-Za-z_]+)?\]?\s*(?:[-:–—]\s*)?")
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """A note to add to an index, and the section it belongs in (a status or a type), if known."""
+
+    path: str
+    title: str
+    description: str = ""
+    section: str | None = None
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word boundary, marked with "…"."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: max(limit - 1, 0)]
+    space = cut.rfind(" ")
+    cut = cut[:space] if space > 0 else ""
+    return (cut.rstrip(" ,;:-–—") + "…") if cut else ""
+
+
+def entry_line(spec: IndexSpec, entry: NewEntry, *, hook: bool = True, newline: str = "\n") -> str:
+    """The index line for ``entry``, within the line length the agent allows; the hook is
+    shortened at a word boundary, or left out when ``hook`` is false or too little of it fits."""
+    limit = spec.line_chars or DEFAULT_LINE_CHARS
+    if spec.format == LINKS:
+        target = posixpath.relpath(entry.path, posixpath.dirname(spec.path) or ".").replace(" ", "%20")
+        title = _flat(entry.title)
+        head = f"- [{shorten(title, max(limit - len(target) - 6, 10))}]({target})"
+        sep = " — "
+    else:
+        task = task_id(entry.path) or entry.path.rsplit("/", 1)[-1].removesuffix(".md")
+        title = _flat(_ID_PREFIX.sub("", entry.title.strip()) or entry.title)
+        head = f"- [{task}] {shorten(title, max(limit - len(task) - 5, 10))}"
+        sep = " - "
+    room = limit - len(head) - len(sep)
+    text = shorten(entry.description, room) if hook and entry.description and room >= _MIN_HOOK else ""
+    return head + (sep + text if text else "") + newline
+
+
+def add(spec: IndexSpec, text: str, items: list[NewEntry], *, hooks: bool = True) -> str:
+    """``text`` with one entry line per item, each in its section (else at the end)."""
     if not items:
         return text
-    lines = []
-    for path, title, description in items:
-        if spec.format == LINKS:
-            rel = posixpath.relpath(path, posixpath.dirname(spec.path) or ".")
-            target = rel.replace(" ", "%20")
-            hook = f" — {description}" if description else ""
-            lines.append(f"- [{_flat(title)}]({target}){hook}\n")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += newline
+    at_end: list[str] = []
+    for item in items:
+        line = entry_line(spec, item, hook=hooks, newline=newline)
+        where = _section_end(spec, lines, item.section)
+        if where is None:
+            at_end.append(line)
         else:
-            task = _task_id(path) or path.rsplit("/", 1)[-1].removesuffix(".md")
-            hook = f" - {description}" if description else ""
-            lines.append(f"- [{task}] {_flat(title)}{hook}\n")
-    if text and not text.endswith("\n"):
-        text += "\n"
-    return text + "".join(lines)
+            lines.insert(where, line)
+    return "".join(lines + at_end)
+
+
+def _section_end(spec: IndexSpec, lines: list[str], section: str | None) -> int | None:
+    """Where a new line of ``section`` goes: after the section's last non-blank line."""
+    if spec.sections is None or not section:
+        return None
+    headings = [(i, _words(m.group(2))) for i, line in enumerate(lines) if (m := _HEADING.match(line.rstrip("\r\n")))]
+    wanted = _words(section)
+    chosen = next((i for i, words in headings if words == wanted), None)
+    if chosen is None and spec.sections == BY_TYPE:
+        chosen = next((i for i, words in headings if any(_same_word(w, wanted[0]) for w in words)), None) if len(wanted) == 1 else None
+    if chosen is None:
+        return None
+    following = next((i for i, _ in headings if i > chosen), len(lines))
+    last = chosen
+    for i in range(chosen + 1, following):
+        if lines[i].strip():
+            last = i
+    return last + 1
+
+
+COMPACT_WIDTHS = (120, 90, 60, 0)  # entry line lengths tried, in turn, to fit a load limit
+
+
+def compact(spec: IndexSpec, text: str, notes: Iterable[str], width: int) -> tuple[str, int]:
+    """``text`` with every entry line longer than ``width`` shortened after its entry, at a
+    word boundary (``width`` 0: down to the entry itself), and runs of blank lines made one.
+    Returns the text and how many entry lines were shortened; no entry is lost."""
+    parsed = Parsed.of(spec, text, notes)
+    out: list[str] = []
+    shortened = 0
+    for number, line in enumerate(parsed.lines, 1):
+        if not line.strip() and out and not out[-1].strip():
+            continue
+        body = line.rstrip("\r\n")
+        ending = line[len(body) :]
+        if number in parsed.by_line and len(parsed.by_line[number]) == 1 and len(body) > width:
+            token = _ENTRY_TOKEN[spec.format].search(body)
+            if token is not None:
+                head, tail = body[: token.end()], body[token.end() :]
+                room = max(width - len(head), 0)
+                kept = shorten(tail.lstrip(" —–-:"), room - 3) if room > 3 + _MIN_HOOK else ""
+                sep = tail[: len(tail) - len(tail.lstrip(" —–-:"))] or " — "
+                new = head + (sep + kept if kept else "")
+                if new != body:
+                    shortened += 1
+                    body = new
+        out.append(body + ending)
+    return "".join(out), shortened
+
+
+_ENTRY_TOKEN = {LINKS: _LINK, CLINE_TASKS: re.compile(r"\[TASK[^\]]*\](?:[^-—–\n]*?(?=\s[-—–]\s)|[^\n]*$)")}
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.casefold())
+
+
+def _same_word(word: str, wanted: str) -> bool:
+    return word == wanted or word == wanted + "s" or word.removesuffix("s") == wanted
+
+
+_STATUS_LINE = re.compile(r"^[ \t>*-]*\*\*(Overall )?Status:?\*\*:?[ \t]*(.+?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
+STATUSES = {"In Progress": ("progress", "blocked", "active"), "Pending": ("pending", "not started", "todo", "planned"),
+            "Completed": ("complete", "done", "finished"), "Abandoned": ("abandon", "cancel", "dropped")}  # fmt: skip
+
+
+def task_status(body: str) -> str | None:
+    """The index section a Cline task file's ``**Status:**`` line names (its
+    ``**Overall Status:**`` when it has no status line), or None when it has neither."""
+    found = {bool(m.group(1)): m.group(2) for m in reversed(list(_STATUS_LINE.finditer(body)))}
+    value = found.get(False) or found.get(True)
+    if not value:
+        return None
+    value = value.casefold()
+    return next((name for name, words in STATUSES.items() if any(w in value for w in words)), None)
 
 
 def _flat(text: str) -> str:

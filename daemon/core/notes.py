@@ -25,6 +25,10 @@ EXPIRED = "expired"
 STATUSES = (ACTIVE, SUPERSEDED, EXPIRED)
 
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+# lines that are structure, not a sentence about the note: "**Status:** Pending", tables, rules
+_FIELD = re.compile(r"^(?:[-*]\s*)?\*\*[^*]+:?\*\*:?(?:\s|$)|^\||^(?:-{3,}|\*{3,}|_{3,})$|^<!--")
+# frontmatter dates that say when a note's content last changed, most telling first
+DATE_KEYS = ("updated_at", "modified", "updated", "created_at", "created", "date")
 
 
 @dataclass(frozen=True)
@@ -97,14 +101,33 @@ class Note:
 
     @property
     def description(self) -> str:
+        """The ``description`` frontmatter, else the body's first sentence-like line, whole
+        (an index shortens it at a word boundary to what fits)."""
         value = self.meta.get("description")
         if isinstance(value, str) and value.strip():
-            return value.strip()
+            return " ".join(value.split())
         for line in self.body.splitlines():
             text = line.strip()
-            if text and not text.startswith("#"):
-                return text[:100]
+            if text and not text.startswith("#") and not _FIELD.match(text):
+                return " ".join(text.lstrip("-*> ").split())
         return ""
+
+    @property
+    def type(self) -> str | None:
+        """The note's kind, as Claude Code writes it (``type``, or ``metadata.type`` since 2.1.139)."""
+        meta = self.meta.get("metadata")
+        for value in (self.meta.get("type"), meta.get("type") if isinstance(meta, dict) else None):
+            if isinstance(value, str) and value.strip():
+                return value.strip()
+        return None
+
+    def dated(self) -> tuple[dt.datetime, str] | None:
+        """When the note says its content last changed, and the frontmatter key that says so."""
+        for key in DATE_KEYS:
+            moment = self.meta_time(key)
+            if moment is not None:
+                return moment, key
+        return None
 
     def meta_time(self, key: str) -> dt.datetime | None:
         """A frontmatter date or datetime as aware UTC; None when absent or unreadable."""

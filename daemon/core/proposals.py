@@ -17,7 +17,10 @@ MERGE = "merge"
 SUPERSEDE = "supersede"
 SOFT_EXPIRE = "soft-expire"
 REINDEX = "reindex"
-KINDS = (MERGE, SUPERSEDE, SOFT_EXPIRE, REINDEX)
+RELINK = "relink"  # point references that dangle at the note that replaced theirs
+RELOCATE = "relocate"  # move notes already retired out of the agent's sight, bytes unchanged
+KINDS = (MERGE, SUPERSEDE, SOFT_EXPIRE, REINDEX, RELINK, RELOCATE)
+RETIRING = (MERGE, SUPERSEDE, SOFT_EXPIRE)
 
 PENDING = "pending"
 ACCEPTED = "accepted"
@@ -75,7 +78,11 @@ class Draft:
       new bytes, or None when it stays as it is (exact duplicates).
     - supersede: ``survivor`` is the newer note, ``retire`` the older ones.
     - soft-expire: ``retire`` the expired notes, ``reason`` why.
-    - reindex: ``index_drop`` / ``index_add`` entries; no note changes.
+    - reindex: ``index_drop`` / ``index_add`` entries, ``index_compact`` to bring the index
+      within its agent's load limit; no note changes.
+    - relink: ``relink`` maps what dangling references point at (a path, or a name as
+      written) to the live note that replaced it, or to None to unlink them (words kept).
+    - relocate: ``retire`` the notes, already marked retired, that move to the archive.
     """
 
     kind: str
@@ -90,6 +97,8 @@ class Draft:
     reason: str = ""
     index_drop: tuple[str, ...] = ()
     index_add: tuple[str, ...] = ()
+    index_compact: bool = False
+    relink: tuple[tuple[str, str | None], ...] = ()
     lossy: bool = False
 
     def __post_init__(self) -> None:
@@ -106,6 +115,71 @@ class Draft:
 
 
 @dataclass(frozen=True)
+class Dangling:
+    """A reference a change leaves pointing at no live note, and why it was not rewritten."""
+
+    source: str
+    line: int
+    syntax: str
+    written: str
+    why: str
+
+    def as_dict(self) -> dict[str, object]:
+        return {"source": self.source, "line": self.line, "syntax": self.syntax, "written": self.written, "why": self.why}
+
+
+@dataclass(frozen=True)
+class ReadFacts:
+    """What a change does to what the agent reads: references kept, index within its limit.
+
+    ``holds`` says why no policy may accept the change (a person still may).
+    """
+
+    rewritten: int = 0  # references rewritten to point at the surviving note
+    unlinked: int = 0  # dangling references turned into plain words
+    dangling: tuple[Dangling, ...] = ()  # references the change leaves dangling
+    index_limit: str | None = None  # the agent's load limit of the index the change edits
+    unloaded_before: int = 0  # index entries the agent does not load, before the change
+    unloaded_after: int = 0  # and after it
+    pushed_out: tuple[str, ...] = ()  # notes whose entry the agent loaded before and not after
+    hooks_shortened: int = 0  # index entries whose hook was shortened to fit the limit
+
+    @property
+    def holds(self) -> tuple[str, ...]:
+        reasons = []
+        if self.dangling:
+            n = len(self.dangling)
+            reasons.append(f"leaves {n} dangling reference{'s' if n != 1 else ''}")
+        if self.unlinked:
+            reasons.append(f"unlinks {self.unlinked} reference{'s' if self.unlinked != 1 else ''} whose target is unknown")
+        if self.pushed_out:
+            reasons.append(f"pushes {len(self.pushed_out)} index entr{'ies' if len(self.pushed_out) != 1 else 'y'} past what the agent loads ({self.index_limit})")
+        elif self.unloaded_after > self.unloaded_before:
+            reasons.append(f"leaves the index over what the agent loads ({self.index_limit})")
+        return tuple(reasons)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "v": 1, "rewritten": self.rewritten, "unlinked": self.unlinked,
+            "dangling": [d.as_dict() for d in self.dangling], "index_limit": self.index_limit,
+            "unloaded_before": self.unloaded_before, "unloaded_after": self.unloaded_after,
+            "pushed_out": list(self.pushed_out), "hooks_shortened": self.hooks_shortened, "holds": list(self.holds),
+        }  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, object] | None) -> ReadFacts:
+        if not raw:
+            return cls()
+        dangling = tuple(Dangling(**{k: d[k] for k in ("source", "line", "syntax", "written", "why")}) for d in raw.get("dangling", ()))  # type: ignore[union-attr, index]
+        return cls(
+            rewritten=int(raw.get("rewritten", 0)), unlinked=int(raw.get("unlinked", 0)), dangling=dangling,  # type: ignore[arg-type]
+            index_limit=raw.get("index_limit"), unloaded_before=int(raw.get("unloaded_before", 0)),  # type: ignore[arg-type]
+            unloaded_after=int(raw.get("unloaded_after", 0)), pushed_out=tuple(raw.get("pushed_out", ())),  # type: ignore[arg-type]
+            hooks_shortened=int(raw.get("hooks_shortened", 0)),  # type: ignore[arg-type]
+        )  # fmt: skip
+
+
+@dataclass(frozen=True)
 class Change:
     """A draft made concrete: files before and after.
 
@@ -117,6 +191,7 @@ class Change:
     base: dict[str, str | None]
     result: dict[str, str | None]
     data: dict[str, bytes] = field(repr=False)
+    reads: ReadFacts = field(default_factory=ReadFacts)
 
     @property
     def written(self) -> list[str]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import posixpath
 import re
 
-from daemon.core.proposals import MERGE, REINDEX, Change, Draft
+from daemon.core.proposals import MERGE, REINDEX, RELINK, RELOCATE, Change, Draft
 from daemon.core.view import StoreView
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
@@ -29,7 +29,7 @@ def unsafe_path_reason(path: str) -> str | None:
 
 def refusal(draft: Draft, change: Change, view: StoreView) -> str | None:
     """The first invariant the change breaks, or None when it may be proposed."""
-    for check in (_paths_safe, _merge_size, _pinned_untouched, _protected_kept, _retire_live, _reindex_only_index, _writes_in_scope):
+    for check in (_paths_safe, _merge_size, _pinned_untouched, _protected_kept, _retire_live, _reindex_only_index, _relink_edits_only, _relocate_moves_only, _writes_in_scope):
         reason = check(draft, change, view)
         if reason:
             return reason
@@ -71,6 +71,10 @@ def _protected_kept(draft: Draft, change: Change, view: StoreView) -> str | None
 
 def _retire_live(draft: Draft, change: Change, view: StoreView) -> str | None:
     for path in draft.retire:
+        if draft.kind == RELOCATE:
+            if path in view.notes and view.notes[path].live:
+                return f"{path} is live; only a retired note may be relocated"
+            continue
         if path in view.notes and not view.notes[path].live:
             return f"{path} is already {view.notes[path].status}"
         if view.is_index(path):
@@ -83,6 +87,28 @@ def _reindex_only_index(draft: Draft, change: Change, view: StoreView) -> str | 
         touched = set(change.written)
         if view.index is None or touched - {view.index.path}:
             return "a reindex may change the index only"
+    return None
+
+
+def _relink_edits_only(draft: Draft, change: Change, view: StoreView) -> str | None:
+    """A relink rewrites references in live notes that stay: it creates, removes or retires nothing."""
+    if draft.kind != RELINK:
+        return None
+    for path in change.written:
+        if change.base.get(path) is None or change.result.get(path) is None or view.is_index(path) or not view.is_live(path):
+            return f"a relink may only rewrite references in live notes, not change {path}"
+    return None
+
+
+def _relocate_moves_only(draft: Draft, change: Change, view: StoreView) -> str | None:
+    """A relocate moves retired notes into the archive byte for byte, and writes nothing else."""
+    if draft.kind != RELOCATE:
+        return None
+    removed = sorted(change.base[p] or "" for p in change.written if change.result[p] is None)
+    created = sorted(change.result[p] or "" for p in change.written if change.base.get(p) is None)
+    others = [p for p in change.written if change.base.get(p) is not None and change.result[p] is not None and not view.is_index(p)]
+    if removed != created or others:
+        return "a relocate may only move notes into the archive unchanged"
     return None
 
 

@@ -12,8 +12,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from daemon.core.globs import matches
-from daemon.core.index import IndexSpec, Parsed
+from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed
+from daemon.core.links import Names, Reference, find
 from daemon.core.notes import Note
+from daemon.core.reader import MARKDOWN, PLAIN, TASK_ID, ReaderModel
 
 IN_PLACE = "in-place"
 ARCHIVE = "archive"
@@ -23,16 +25,17 @@ DEFAULT_ARCHIVE_DIR = ".dreamd-archive"
 
 @dataclass(frozen=True)
 class StoreView:
-    """Every live file of a store (notes parsed), plus how the store retires notes."""
+    """Every live file of a store (notes parsed), how the store retires notes, and how its
+    agent reads them (``reader``)."""
 
     notes: dict[str, Note]
     other_files: dict[str, str] = field(default_factory=dict)  # non-note files: path -> hash
     archived: frozenset[str] = frozenset()
     index: IndexSpec | None = None
-    index_scope: str | None = None
     retire_mode: str = IN_PLACE
-    archive_dir: str = DEFAULT_ARCHIVE_DIR
+    archive_dir: str = DEFAULT_ARCHIVE_DIR  # the store-path prefix of the archive root
     protected: tuple[str, ...] = ()
+    reader: ReaderModel = PLAIN
 
     def is_index(self, path: str) -> bool:
         return self.index is not None and path == self.index.path
@@ -55,7 +58,7 @@ class StoreView:
         """Whether the index ought to list this note."""
         if not note.live or self.is_index(note.path) or self.is_protected(note.path):
             return False
-        return self.index_scope is None or matches(note.path, (self.index_scope,))
+        return self.index is None or self.index.lists is None or matches(note.path, (self.index.lists,))
 
     @cached_property
     def parsed_index(self) -> Parsed:
@@ -68,6 +71,60 @@ class StoreView:
     def listed(self) -> dict[str, list[int]]:
         """Index entries: note path -> index line numbers."""
         return {path: [e.line for e in found] for path, found in self.parsed_index.by_path.items()}
+
+    def is_live(self, path: str) -> bool:
+        """Whether ``path`` is a note the agent reads as current."""
+        note = self.notes.get(path)
+        return note is not None and note.live
+
+    @cached_property
+    def names(self) -> Names:
+        """What references resolve against: the notes, and their frontmatter names."""
+        titles = {p: n.meta["name"].strip() for p, n in self.notes.items() if isinstance(n.meta.get("name"), str)}
+        folder = self.index.path.rsplit("/", 1)[0] if self.index and "/" in self.index.path else ""
+        return Names(frozenset(self.notes), titles, folder)
+
+    def syntaxes_in(self, path: str) -> tuple[str, ...]:
+        """Link syntaxes searched in a note; an index's own entries are its format's business."""
+        own = {LINKS: MARKDOWN, CLINE_TASKS: TASK_ID}.get(self.index.format) if self.index and self.is_index(path) else None
+        return tuple(s for s in self.reader.links if s != own)
+
+    def references_in(self, note: Note) -> list[Reference]:
+        """The references of ``note`` (its own bytes, or bytes a change gives it)."""
+        text = note.data.decode("utf-8", errors="replace")
+        start = len(note.parts.header.decode("utf-8", errors="replace"))
+        return find(note.path, text, start, self.syntaxes_in(note.path), self.names)
+
+    @cached_property
+    def references(self) -> dict[str, list[Reference]]:
+        """Every live note's references to other notes: the store's reference graph."""
+        return {n.path: refs for n in self.notes.values() if n.live and (refs := self.references_in(n))}
+
+    @cached_property
+    def incoming(self) -> dict[str, list[Reference]]:
+        """Target path -> the references that resolve to it."""
+        found: dict[str, list[Reference]] = {}
+        for refs in self.references.values():
+            for ref in refs:
+                if ref.target is not None and ref.target != ref.source:
+                    found.setdefault(ref.target, []).append(ref)
+        return found
+
+    @cached_property
+    def keyed(self) -> dict[str, list[Reference]]:
+        """What references point at, as written (a path, or a name) -> the references."""
+        found: dict[str, list[Reference]] = {}
+        for refs in self.references.values():
+            for ref in refs:
+                found.setdefault(ref.key, []).append(ref)
+        return found
+
+    def referrers(self, path: str) -> set[str]:
+        """Live notes that refer to ``path``: by a reference, or by an index entry."""
+        found = {ref.source for ref in self.incoming.get(path, ())}
+        if self.index and path in self.parsed_index.by_path and self.is_live(self.index.path):
+            found.add(self.index.path)
+        return found
 
 
 def utc(value: dt.datetime) -> dt.datetime:

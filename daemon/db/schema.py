@@ -149,7 +149,7 @@ proposals = Table(
     Column("id", Integer, primary_key=True),
     Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
     Column("pass_id", Integer, ForeignKey("passes.id")),
-    Column("kind", String(20), nullable=False),  # merge | supersede | soft-expire | reindex
+    Column("kind", String(20), nullable=False),  # merge | supersede | soft-expire | reindex | relink | relocate
     Column("state", String(20), nullable=False),
     Column("source", String(200), nullable=False),  # detector:<name>@<version> | model:<name>
     Column("confidence", Float, nullable=False),
@@ -159,6 +159,8 @@ proposals = Table(
     Column("evidence", JSON, nullable=False),  # {"v":1, "items":[{"path","start","end","quote"}]}
     Column("change_key", HASH, nullable=False),  # tombstone key of this change
     Column("diff", Text, nullable=False),
+    # {"v":1, "rewritten", "dangling": [...], "index_limit", "unloaded_before", "unloaded_after", "holds": [...]}
+    Column("reads", JSON),
     Column("state_reason", Text),
     Column("created_at", UTC, nullable=False),
     Column("updated_at", UTC, nullable=False),

@@ -28,8 +28,9 @@ from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
 from daemon.service.recovery import finish_journal, recover
 from daemon.service.review import locate, mark_stale
-from daemon.service.workspace import store_config_for_id
+from daemon.service.workspace import roots_of, store_config_for_id
 from daemon.stores import files as store_files
+from daemon.stores.paths import StoreRoots
 from daemon.stores.scan import scan_store
 
 
@@ -88,11 +89,12 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     now = app.clock()
     pinned = _pinned_changes(store, files, blobs)
-    changed = journal.mismatches(store.root, {p: base for p, (base, _) in files.items()})
+    roots = roots_of(store)
+    changed = journal.mismatches(roots, {p: base for p, (base, _) in files.items()})
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
     if changed and not pinned:
         with engine.connect() as conn:
-            rebased = _rebase_index(conn, store, store_id, row.diff, files, changed)
+            rebased = _rebase_index(conn, store, roots, store_id, row.diff, files, changed)
         if rebased is not None:
             index_step, data = rebased
             steps = [index_step if s.path == index_step.path else s for s in steps]
@@ -121,16 +123,17 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
             prepare(conn)
         journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock())
     try:
-        journal.write(store.root, steps, blobs, temp_dir=journal.temp_dir_for(store.settings))
+        roots = roots_of(store)
+        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots))
     except ConflictError:
         recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
         raise
-    scan = scan_store(store.root, store.settings)
+    scan = scan_store(roots, store.settings)
     with app.engine().begin() as conn:
         finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, scan, proposal=proposal)
 
 
-def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:
+def _rebase_index(conn: Connection, store: StoreConfig, roots: StoreRoots, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:
     """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
 
     Every proposal of a pass edits the same index, so applying one would make all the
@@ -141,7 +144,7 @@ def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str
     index = store.settings.index_path
     if not index or changed != [index] or files.get(index, (None, None))[0] is None:
         return None
-    current = store_files.read_file(store.root, index)
+    current = store_files.read_file(roots, index)
     digest = hash_bytes(current) if current is not None else None
     if current is None or not journal.dreamd_wrote(conn, store_id, index, digest):
         return None
@@ -182,7 +185,7 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
         (written, *_) = repo.finished_steps(conn, store_id, proposal_id, "apply") or [[]]
         steps = [journal.Step(s["path"], s["after"], s["before"]) for s in written]
         blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])
-    changed = journal.mismatches(store.root, {s.path: s.before for s in steps})
+    changed = journal.mismatches(roots_of(store), {s.path: s.before for s in steps})
     if changed:
         raise ConflictError(
             f"proposal {proposal_id} cannot be reverted: changed since it was applied: {', '.join(changed)}",

@@ -10,6 +10,7 @@ from daemon.config import StoreConfig
 from daemon.core.hashing import manifest_changes
 from daemon.db import repo
 from daemon.service.context import App
+from daemon.service.workspace import roots_of
 from daemon.service.recovery import recover
 from daemon.stores.files import find_temp_files
 from daemon.stores.scan import scan_store
@@ -87,7 +88,7 @@ class Verification:
 def verify(app: App, store: StoreConfig) -> Verification:
     """Is the store byte-for-byte what dreamd last recorded, and is its journal clean?"""
     recover(app, store)
-    scan = scan_store(store.root, store.settings)
+    scan = scan_store(roots_of(store), store.settings)
     store_id = _store_id(app, store)
     result = Verification(store.name, None, scan.root_hash)
     if store_id is None:
@@ -104,5 +105,5 @@ def verify(app: App, store: StoreConfig) -> Verification:
         changes = manifest_changes(recorded, scan.manifest)
         for path, state in sorted((p, state) for state, paths in changes.items() for p in paths):
             result.problems.append(f"{path}: {state} since dreamd last recorded the store")
-    result.problems += [f"{p}: leftover temporary file" for p in find_temp_files(scan.root)]
+    result.problems += [f"{p}: leftover temporary file" for p in find_temp_files(scan.roots)]
     return result

@@ -21,6 +21,7 @@ from daemon.core.patch import rebuild
 from daemon.core.validate import unsafe_path_reason
 from daemon.db import repo
 from daemon.stores import files
+from daemon.stores.paths import StoreRoots
 from daemon.stores.presets import StoreSettings
 
 
@@ -38,13 +39,15 @@ class Step:
         return cls(str(raw["path"]), raw["before"], raw["after"])
 
 
-def temp_dir_for(settings: StoreSettings) -> str | None:
-    """Flat stores (DeepCode, Claude Code) list every top-level file as a memory, so their
-    temporary files wait in the archive folder; others keep them beside the target."""
-    return settings.archive_dir if settings.flat else None
+def temp_dir_for(settings: StoreSettings, roots: StoreRoots) -> str | None:
+    """An agent that lists every file of its folder (DeepCode) would list a temporary file
+    too, so those wait in the archive folder inside the store; elsewhere they wait beside
+    their target, under a name no agent lists as a note."""
+    listing = settings.listing
+    return roots.archive_prefix if listing.suffixes is None and not roots.beside else None
 
 
-def on_disk(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
+def on_disk(root: StoreRoots | Path, paths: Iterable[str]) -> dict[str, str | None]:
     """Current hash of each path (None when absent). A symlink or unreadable file
     counts as a hash nobody expects, so it can never pass a compare-and-swap."""
     found: dict[str, str | None] = {}
@@ -58,12 +61,12 @@ def on_disk(root: Path, paths: Iterable[str]) -> dict[str, str | None]:
     return found
 
 
-def mismatches(root: Path, expected: Mapping[str, str | None]) -> list[str]:
+def mismatches(root: StoreRoots | Path, expected: Mapping[str, str | None]) -> list[str]:
     current = on_disk(root, expected)
     return sorted(p for p, h in expected.items() if current[p] != h)
 
 
-def write(root: Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False) -> None:
+def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False) -> None:
     """Bring each step's file to its after hash (``undo``: its before hash): writes first,
     removals last. ``temp_dir`` is where temporary files wait for their rename.
 

@@ -30,8 +30,8 @@ from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.orphans import close_dead_passes
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
-from daemon.service.workspace import Observed, observe
-from daemon.stores.paths import store_root
+from daemon.service.workspace import Observed, observe, roots_of
+
 from daemon.stores.scan import Skipped
 
 
@@ -79,7 +79,7 @@ class PassReport:
 
 def _fingerprint(app: App, store: StoreConfig) -> str:
     settings = store.settings
-    layout = f"{settings.retire_mode}|{settings.archive_dir}|{settings.index_path}|{settings.index_format}|{settings.pinned}"
+    layout = f"{settings.retire_mode}|{settings.archive_root}|{settings.index}|{settings.pinned}|{settings.ignored_memory_patterns}"
     model = f";model={store.llm.model}|{store.llm.prompt_dir}|{store.llm_exclude}" if store.llm else ""
     model += f";policy={store.policy}|{store.apply}" if store.policy else ""
     return f"{planner_fingerprint(DEFAULT_DETECTORS, app.config.planner)};{layout}{model}"
@@ -101,7 +101,7 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassRepo
     now = app.clock()
     if dry_run:
         return _dry_run(app, store, now)
-    store_root(store.root)  # a missing folder is the user's typo: record nothing for it
+    roots_of(store)  # a missing folder is the user's typo: record nothing for it
     engine = app.engine()
     with engine.begin() as conn:
         store_id = repo.ensure_store(conn, store.name, str(store.root), store.preset, now)
@@ -270,6 +270,7 @@ def proposal_values(item: Planned, state: str, note: str | None, pass_id: int | 
         "confidence": draft.confidence, "lossy": draft.lossy, "title": draft.title,
         "rationale": draft.rationale, "evidence": {"v": 1, "items": [e.as_dict() for e in draft.evidence]},
         "change_key": item.key, "diff": item.diff, "state_reason": note, "created_at": now, "updated_at": now,
+        "reads": item.change.reads.as_dict() if item.change is not None else None,
     }  # fmt: skip
 
 

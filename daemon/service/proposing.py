@@ -38,7 +38,7 @@ class Planned:
         """The same proposal without file bytes (hashes and diff kept), once it is stored."""
         if self.change is None:
             return self
-        return replace(self, change=Change(self.change.base, self.change.result, {}))
+        return replace(self, change=Change(self.change.base, self.change.result, {}, self.change.reads))
 
     @property
     def paths(self) -> list[str]:
@@ -51,6 +51,8 @@ def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
         change = build(draft, view, now)
     except ValidationError as exc:
         return Planned(draft, None, "", fallback_key, REFUSED, str(exc))
+    if change.reads.hooks_shortened and not draft.lossy:  # index words leave what the agent reads
+        draft = replace(draft, lossy=True)
     reason = refusal(draft, change, view)
     if reason:
         return Planned(draft, change, "", fallback_key, REFUSED, reason)
@@ -70,7 +72,7 @@ def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, b
     overlap that wait with the next proposal's Python work. Batches keep memory bounded:
     only ``batch`` proposals' bytes are alive at once.
     """
-    _ = view.parsed_index  # parse the shared index once, before threads read it
+    _ = view.parsed_index, view.incoming, view.keyed  # parse the index and links once, before threads read them
     workers = min(4, os.cpu_count() or 1)
     drafts = iter(drafts)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dreamd-propose") as pool:

@@ -23,6 +23,7 @@ from daemon.core.proposals import APPLIED, REVERTED
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
+from daemon.service.workspace import roots_of
 from daemon.service.interrupt import shielded
 from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
@@ -54,10 +55,11 @@ def recover(app: App, store: StoreConfig) -> list[int]:
 
 def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) -> list[int]:
     engine = app.engine()
+    roots = roots_of(store)
     done = []
     for entry in pending:
         steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]
-        current = journal.on_disk(store.root, [s.path for s in steps])
+        current = journal.on_disk(roots, [s.path for s in steps])
         torn = [s.path for s in steps if current[s.path] not in (s.before, s.after)]
         now = app.clock()
         if torn:
@@ -68,14 +70,14 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
             continue
         with engine.connect() as conn:
             blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
-        journal.write(store.root, steps, blobs, temp_dir=journal.temp_dir_for(store.settings))
-        scan = scan_store(store.root, store.settings)
+        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots))
+        scan = scan_store(roots, store.settings)
         with engine.begin() as conn:
             finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan, recovered=True)
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
     if pending:
-        store_files.cleanup_temp_files(store.root)
+        store_files.cleanup_temp_files(roots)
     return done
 
 

@@ -23,7 +23,7 @@ from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
 from daemon.service.review import mark_stale
-from daemon.service.workspace import store_config_for_id
+from daemon.service.workspace import roots_of, store_config_for_id
 
 log = structlog.get_logger("dreamd.resolve")
 
@@ -49,12 +49,13 @@ def resolve(app: App, journal_id: int) -> Resolution:
         if entry.state != "conflict":
             raise ProposalError(f"journal {journal_id} is {entry.state}, not in conflict; nothing to resolve")
         steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]
-        current = journal.on_disk(store.root, [s.path for s in steps])
+        roots = roots_of(store)
+        current = journal.on_disk(roots, [s.path for s in steps])
         ours = [s for s in steps if current[s.path] == s.after and s.after != s.before]
         kept = sorted(s.path for s in steps if current[s.path] not in (s.before, s.after))
         with app.engine().connect() as conn:
             blobs = repo.get_blobs(conn, [s.before for s in ours if s.before])
-        journal.write(store.root, ours, blobs, temp_dir=journal.temp_dir_for(store.settings), undo=True)
+        journal.write(roots, ours, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True)
         now = app.clock()
         restored = sorted(s.path for s in ours)
         with app.engine().begin() as conn:

@@ -10,11 +10,11 @@ from sqlalchemy import Connection
 
 from daemon.config import StoreConfig, adhoc_store
 from daemon.core.errors import ConfigError
-from daemon.core.index import IndexSpec
 from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.service.context import App
+from daemon.stores.paths import StoreRoots, open_roots
 from daemon.stores.scan import ScanResult, scan_store
 
 
@@ -84,6 +84,11 @@ def store_config_for_id(app: App, conn: Connection, store_id: int) -> StoreConfi
     return adhoc_store(row.root, row.preset)
 
 
+def roots_of(store: StoreConfig) -> StoreRoots:
+    """The store's notes root and archive root, resolved now (StoreError when unusable)."""
+    return open_roots(store.root, store.settings.archive_root)
+
+
 @dataclass(frozen=True)
 class Observed:
     """One reading of a store: the scan and the view planners get."""
@@ -93,7 +98,7 @@ class Observed:
 
 
 def observe(store: StoreConfig) -> Observed:
-    scan = scan_store(store.root, store.settings)
+    scan = scan_store(roots_of(store), store.settings)
     return Observed(scan, make_view(scan, store))
 
 
@@ -104,14 +109,13 @@ def make_view(scan: ScanResult, store: StoreConfig) -> StoreView:
         for path, entry in scan.notes.items()
     }
     others = {path: entry.hash for path, entry in scan.files.items() if path not in notes}
-    spec = IndexSpec(settings.index_path, settings.index_format) if settings.index_path and settings.index_format else None
     return StoreView(
         notes=notes,
         other_files=others,
         archived=frozenset(scan.archived),
-        index=spec,
-        index_scope=settings.index_scope,
+        index=settings.index,
         retire_mode=settings.retire_mode,
-        archive_dir=settings.archive_dir,
+        archive_dir=scan.roots.archive_prefix,
         protected=settings.protected,
+        reader=settings.reader,
     )

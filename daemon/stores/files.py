@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 
 from daemon.core.errors import StoreError, UnsafePathError
-from daemon.stores.paths import resolve_in_store, store_root
+from daemon.stores.paths import StoreRoots, as_roots, resolve_in_store, store_root
 
 TEMP_MARKER = ".dreamd-tmp-"
 _TEMP_NAME = re.compile(r"\..+" + re.escape(TEMP_MARKER) + r"[0-9a-f]+\Z", re.S)
@@ -46,7 +46,7 @@ def read_fd(fd: int, limit: int | None = None, size_hint: int = 0) -> bytes:
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def read_file(root: Path, rel: str) -> bytes | None:
+def read_file(root: StoreRoots | Path, rel: str) -> bytes | None:
     """Bytes of a store file, or None if it does not exist; refuses symlinks and special files."""
     path = resolve_in_store(root, rel)
     try:
@@ -66,7 +66,7 @@ def read_file(root: Path, rel: str) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(root: Path, rel: str, data: bytes, *, mtime_ns: int | None = None, temp_dir: str | None = None) -> None:
+def write_atomic(root: StoreRoots | Path, rel: str, data: bytes, *, mtime_ns: int | None = None, temp_dir: str | None = None) -> None:
     """Replace (or create) a store file with ``data`` atomically, creating parent folders.
 
     The new file keeps the mode of the one it replaces; ``mtime_ns`` restores a
@@ -76,11 +76,11 @@ def write_atomic(root: Path, rel: str, data: bytes, *, mtime_ns: int | None = No
     """
     path = resolve_in_store(root, rel)
     mode = _replaced_mode(path, rel)
-    _make_parents(Path(root), path.parent, rel)
+    _make_parents(_base(root, rel), path.parent, rel)
     folder = path.parent
     if temp_dir is not None:
         folder = resolve_in_store(root, temp_dir)
-        _make_parents(Path(root), folder, temp_dir)
+        _make_parents(_base(root, temp_dir), folder, temp_dir)
     tmp = folder / f".{path.name[:200]}{TEMP_MARKER}{secrets.token_hex(8)}"
     created = False
     try:
@@ -105,7 +105,7 @@ def write_atomic(root: Path, rel: str, data: bytes, *, mtime_ns: int | None = No
         fsync_dir(folder)
 
 
-def remove_file(root: Path, rel: str) -> None:
+def remove_file(root: StoreRoots | Path, rel: str) -> None:
     """Delete a store file durably; a file that is already gone is fine."""
     path = resolve_in_store(root, rel)
     try:
@@ -129,11 +129,13 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def find_temp_files(root: Path) -> list[str]:
-    """Temp files a crashed write left anywhere in the store (symlinked folders not followed)."""
-    base = store_root(root)
+def find_temp_files(root: StoreRoots | Path) -> list[str]:
+    """Temp files a crashed write left anywhere in the store's roots (symlinked folders not followed)."""
+    roots = as_roots(root)
     found: list[str] = []
-    folders = [(base, "")]
+    folders = [(store_root(roots.notes), "")]
+    if roots.beside and roots.archive.is_dir() and not roots.archive.is_symlink():
+        folders.append((roots.archive, roots.archive_prefix + "/"))
     while folders:
         folder, prefix = folders.pop()
         try:
@@ -149,16 +151,16 @@ def find_temp_files(root: Path) -> list[str]:
     return sorted(found)
 
 
-def cleanup_temp_files(root: Path) -> list[str]:
-    """Remove temp files left by a crashed write anywhere in the store; their relative paths."""
-    base = store_root(root)
-    removed = find_temp_files(base)
-    for rel in removed:
+def cleanup_temp_files(root: StoreRoots | Path) -> list[str]:
+    """Remove temp files left by a crashed write anywhere in the store; their store paths."""
+    removed = find_temp_files(root)
+    paths = [resolve_in_store(root, rel) for rel in removed]
+    for rel, path in zip(removed, paths, strict=True):
         try:
-            _unlink_quietly(base / rel)
+            _unlink_quietly(path)
         except OSError as exc:
             raise _error("remove", rel, exc) from exc
-    for folder in {(base / rel).parent for rel in removed}:
+    for folder in {path.parent for path in paths}:
         fsync_dir(folder)
     return removed
 
@@ -176,8 +178,15 @@ def _replaced_mode(path: Path, rel: str) -> int | None:
     return stat.S_IMODE(info.st_mode)
 
 
+def _base(root: StoreRoots | Path, rel: str) -> Path:
+    """The folder that must exist already for a write of ``rel``: the notes root, or for a
+    file of an archive beside it, the folder both roots sit in (the archive root is created)."""
+    roots = as_roots(root)
+    return roots.archive.parent if roots.beside and roots.is_archived(rel) else roots.notes
+
+
 def _make_parents(root: Path, parent: Path, rel: str) -> None:
-    """Create missing folders below the root (never the root), fsyncing each one's parent."""
+    """Create missing folders below ``root`` (never ``root``), fsyncing each one's parent."""
     missing = []
     while parent != root and not parent.is_dir():
         missing.append(parent)

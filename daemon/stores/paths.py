@@ -10,11 +10,13 @@ from __future__ import annotations
 import os
 import re
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from daemon.core.errors import StoreError, UnsafePathError
 
 _DRIVE = re.compile(r"[A-Za-z]:")
+DEFAULT_ARCHIVE_PREFIX = ".dreamd-archive"
 
 
 def safe_relpath(rel: str) -> str:
@@ -54,22 +56,93 @@ def store_root(root: Path | str) -> Path:
     return resolved
 
 
-def resolve_in_store(root: Path, rel: str) -> Path:
-    """Absolute path of ``rel`` under ``root``; UnsafePathError if any existing part is a symlink.
+def resolve_in_store(roots: StoreRoots | Path, rel: str) -> Path:
+    """Absolute path of store path ``rel``; UnsafePathError if any existing part below its
+    root (the notes root, or the archive root for archived files) is a symlink.
 
-    With ``..`` refused and no symlink below the root, the result cannot leave the root.
+    With ``..`` refused and no symlink below the roots, the result cannot leave them.
     Missing trailing parts are fine: writes create them.
     """
-    clean = safe_relpath(rel)
-    parts = clean.split("/")
+    found = as_roots(roots)
+    root, clean = found.split(rel)
+    parts = [found.archive_prefix] if root != found.notes else []
+    parts += clean.split("/") if clean else []
+    base = root.parent if root != found.notes else root  # a beside archive root is checked too
     for depth in range(1, len(parts) + 1):
         prefix = "/".join(parts[:depth])
         try:
-            mode = os.lstat(Path(root) / prefix).st_mode
+            mode = os.lstat(base / prefix).st_mode
         except (FileNotFoundError, NotADirectoryError):
             break
         except OSError as exc:
-            raise StoreError(f"cannot check {clean}: {exc.strerror}") from exc
+            raise StoreError(f"cannot check {rel}: {exc.strerror}") from exc
         if stat.S_ISLNK(mode):
-            raise UnsafePathError(f"store path {clean} goes through a symlink: {prefix}")
-    return Path(root) / clean
+            raise UnsafePathError(f"store path {rel} goes through a symlink: {prefix}")
+    return root / clean if clean else root
+
+
+@dataclass(frozen=True)
+class StoreRoots:
+    """A store's two folders: its notes root, and the archive root retired notes go to.
+
+    Every store path is relative to the notes root, except that paths under
+    ``archive_prefix`` name files of the archive root, wherever it is: inside the notes
+    root (``.dreamd-archive``, for agents that do not list it) or beside it
+    (``../memories.dreamd-archive``, for agents that list every folder). Nothing else is in scope.
+    """
+
+    notes: Path
+    archive: Path
+    archive_prefix: str
+
+    @property
+    def beside(self) -> bool:
+        return self.archive.parent != self.notes
+
+    def split(self, rel: str) -> tuple[Path, str]:
+        """The root a store path lives under, and the path below that root."""
+        clean = safe_relpath(rel)
+        if self.beside:
+            if clean == self.archive_prefix:
+                return self.archive, ""
+            if clean.startswith(self.archive_prefix + "/"):
+                return self.archive, clean[len(self.archive_prefix) + 1 :]
+        return self.notes, clean
+
+    def is_archived(self, rel: str) -> bool:
+        return rel == self.archive_prefix or rel.startswith(self.archive_prefix + "/")
+
+
+def as_roots(value: StoreRoots | Path | str) -> StoreRoots:
+    """Roots given as such, or a bare folder: a store whose archive (if any) is inside it."""
+    if isinstance(value, StoreRoots):
+        return value
+    return StoreRoots(Path(value), Path(value) / DEFAULT_ARCHIVE_PREFIX, DEFAULT_ARCHIVE_PREFIX)
+
+
+def open_roots(notes: Path | str, archive_root: str) -> StoreRoots:
+    """Resolve a store's roots once, when it is opened; StoreError if either is unusable.
+
+    ``archive_root`` is a folder name inside the notes root or ``../NAME`` beside it
+    (``{notes}`` stands for the notes folder's own name). An archive root beside the notes
+    need not exist yet, but if it does it must be a real folder, not a symlink.
+    """
+    base = store_root(notes)
+    name = archive_name(archive_root, base.name)
+    if not archive_root.startswith("../"):
+        return StoreRoots(base, base / name, name)  # inside: scan reports a symlink, writes refuse it
+    archive = base.parent / name
+    try:
+        info = os.lstat(archive)
+    except FileNotFoundError:
+        return StoreRoots(base, archive, name)
+    except OSError as exc:
+        raise StoreError(f"archive root {archive}: {exc.strerror}") from exc
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
+        raise UnsafePathError(f"archive root {archive} is not a folder (a symlink or a file is in its place)")
+    return StoreRoots(base, archive, name)
+
+
+def archive_name(archive_root: str, notes_name: str) -> str:
+    """The archive root's folder name, which is also the store-path prefix of its files."""
+    return archive_root.removeprefix("../").replace("{notes}", notes_name)

@@ -1,69 +1,55 @@
-"""Store presets (how each agent lays out its memory folder) and per-store settings.
+"""Store presets (one per agent) and per-store settings, checked against the agent's reader.
 
-A preset records what dreamd must respect so the folder stays usable by its agent:
-where the index is and how it is written, which files are structure rather than notes,
-and whether retired notes must leave the folder (agents that list every file as a
-memory would otherwise keep reading them).
+A preset is an agent's reader model (``daemon.stores.readers``: what it lists, loads and
+links) plus dreamd's defaults for that agent. Settings a store overrides are checked
+against that model when the config is loaded: a retire mode or an archive the agent would
+read as live notes is refused, with the reason, before any pass runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from daemon.core.errors import ConfigError, UnsafePathError
 from daemon.core.globs import matches
 from daemon.core.index import FORMATS as INDEX_FORMATS
-from daemon.core.view import DEFAULT_ARCHIVE_DIR, RETIRE_MODES
-from daemon.stores.paths import safe_relpath
+from daemon.core.index import IndexSpec
+from daemon.core.reader import Listing, ReaderModel
+from daemon.core.view import ARCHIVE, IN_PLACE, RETIRE_MODES
+from daemon.stores import readers
+from daemon.stores.paths import DEFAULT_ARCHIVE_PREFIX, safe_relpath
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
-
-CLINE_CORE_FILES = (
-    "projectbrief.md",
-    "productContext.md",
-    "activeContext.md",
-    "systemPatterns.md",
-    "techContext.md",
-    "progress.md",
-)
+BESIDE_ARCHIVE = "../{notes}.dreamd-archive"  # for agents that list every folder of their store
+NOTE_SUFFIX = ".md"  # dreamd plans over markdown notes, whatever else an agent lists
 
 
 @dataclass(frozen=True)
 class Preset:
-    """The layout of one agent's memory folder."""
+    """An agent's reader model and dreamd's defaults for its folders."""
 
     name: str
     default_path_hint: str
-    index_path: str | None
-    index_format: str | None
-    flat: bool
-    retire_mode: str
-    index_scope: str | None = None
-    archive_dir: str = DEFAULT_ARCHIVE_DIR
-    protected: tuple[str, ...] = ()
-    note_glob: str = "*.md"
+    reader: ReaderModel
+    retire_mode: str = ARCHIVE
+
+    @property
+    def archive_root(self) -> str:
+        """Inside the notes root where the agent's listing cannot see it, else beside it."""
+        return BESIDE_ARCHIVE if self.reader.sees(f"{DEFAULT_ARCHIVE_PREFIX}/note.md") else DEFAULT_ARCHIVE_PREFIX
 
 
 PRESETS: dict[str, Preset] = {
     preset.name: preset
     for preset in (
-        # DeepCode's memory tool lists every top-level file: retired notes must leave it.
-        Preset("deepcode", "<workspace>/.deepcode/memory", "MEMORY.md", "links", True, "archive"),
-        Preset("claude-code", "~/.claude/projects/<project>/memory", "MEMORY.md", "links", True, "archive"),
-        # Serena lists every .md file as a memory, nested ones too; a store may set memory-index.md.
-        Preset("serena", "<project>/.serena/memories", None, None, False, "archive"),
-        Preset(
-            "cline",
-            "<project>/memory-bank",
-            "tasks/_index.md",
-            "cline-tasks",
-            False,
-            "archive",
-            index_scope="tasks/**/*.md",  # Cline files finished tasks in subfolders
-            protected=CLINE_CORE_FILES,
-        ),
-        Preset("generic", "<any folder of markdown notes>", None, None, False, "in-place"),
+        Preset("deepcode", "<workspace>/.deepcode/memory", readers.DEEPCODE),
+        Preset("claude-code", "~/.claude/projects/<project>/memory", readers.CLAUDE_CODE),
+        Preset("serena", "<project>/.serena/memories", readers.SERENA),
+        Preset("cline", "<project>/memory-bank", readers.CLINE),
+        Preset("generic", "<any folder of markdown notes>", readers.GENERIC, IN_PLACE),
     )
 }
 
@@ -83,32 +69,45 @@ class StoreSettings:
     """A preset with one store's overrides applied: everything the store layer needs to know."""
 
     preset: Preset
-    index_path: str | None
-    index_format: str | None
+    index: IndexSpec | None
     retire_mode: str
-    archive_dir: str
+    archive_root: str  # a folder inside the notes root, or "../NAME" beside it
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
     exclude: tuple[str, ...] = ()
     pinned: tuple[str, ...] = ()
+    ignored_memory_patterns: tuple[str, ...] = ()  # Serena's own setting, as the agent is configured
 
     @property
-    def flat(self) -> bool:
-        return self.preset.flat
+    def reader(self) -> ReaderModel:
+        """The preset's reader, with what this store tells about the agent's configuration."""
+        if not self.ignored_memory_patterns:
+            return self.preset.reader
+        listing = dataclasses.replace(self.preset.reader.listing, ignored=self.ignored_memory_patterns)
+        return dataclasses.replace(self.preset.reader, listing=listing)
 
     @property
-    def note_glob(self) -> str:
-        return self.preset.note_glob
+    def listing(self) -> Listing:
+        return self.reader.listing
 
     @property
-    def index_scope(self) -> str | None:
-        return self.preset.index_scope
+    def index_path(self) -> str | None:
+        return self.index.path if self.index else None
+
+    @property
+    def index_format(self) -> str | None:
+        return self.index.format if self.index else None
 
     @property
     def protected(self) -> tuple[str, ...]:
-        return self.preset.protected
+        return self.reader.required
+
+    @property
+    def archive_beside(self) -> bool:
+        return self.archive_root.startswith("../")
 
     def is_note(self, path: str) -> bool:
-        return matches(path, (self.note_glob,))
+        """A file dreamd plans over: a markdown file the agent lists as a note, or the index."""
+        return path == self.index_path or (path.endswith(NOTE_SUFFIX) and self.listing.sees(path))
 
     def is_excluded(self, path: str) -> bool:
         return matches(path, self.exclude)
@@ -121,46 +120,79 @@ _SETTING_KEYS = (
     "index_path",
     "index_format",
     "retire_mode",
+    "archive_root",
     "archive_dir",
     "max_file_bytes",
     "exclude",
     "pinned",
+    "ignored_memory_patterns",
 )
 
 
 def resolve_settings(preset_name: str, overrides: Mapping[str, object] | None = None) -> StoreSettings:
-    """Apply a store's config overrides to its preset; ConfigError naming any bad key."""
+    """Apply a store's config overrides to its preset; ConfigError naming any bad key, or
+    any setting under which the agent would read retired notes as live ones."""
     preset = get_preset(preset_name)
     given = dict(overrides or {})
     for key in given:
         if key not in _SETTING_KEYS:
             raise ConfigError(
-                f"unknown store setting {key!r}", hint=f"valid settings: {', '.join(_SETTING_KEYS)}"
+                f"unknown store setting {key!r}", hint=f"valid settings: {', '.join(k for k in _SETTING_KEYS if k != 'archive_dir')}"
             )
-    index_path, index_format = _index(preset, given)
-    return StoreSettings(
+    if "archive_dir" in given:  # the older name of archive_root
+        if "archive_root" in given:
+            raise ConfigError("store settings 'archive_dir' and 'archive_root' are the same setting: keep archive_root")
+        given["archive_root"] = given.pop("archive_dir")
+    settings = StoreSettings(
         preset=preset,
-        index_path=index_path,
-        index_format=index_format,
+        index=_index(preset, given),
         retire_mode=_choice(given, "retire_mode", preset.retire_mode, RETIRE_MODES),
-        archive_dir=_archive_dir(given.get("archive_dir", preset.archive_dir)),
+        archive_root=_archive_root(given.get("archive_root", preset.archive_root)),
         max_file_bytes=_positive_int(given, "max_file_bytes", DEFAULT_MAX_FILE_BYTES),
         exclude=_globs(given, "exclude"),
         pinned=_globs(given, "pinned"),
+        ignored_memory_patterns=_patterns(preset, given),
     )
+    _check_retired_hidden(settings)
+    return settings
 
 
-def _index(preset: Preset, given: dict[str, object]) -> tuple[str | None, str | None]:
-    """Index path and format; an empty index_path turns the index off."""
-    raw = given.get("index_path", preset.index_path)
+def _check_retired_hidden(settings: StoreSettings) -> None:
+    """Refuse settings under which the agent's own listing would show retired notes."""
+    reader, name = settings.reader, settings.preset.name
+    if settings.retire_mode == IN_PLACE and not reader.reads_status:
+        raise ConfigError(
+            f"retire_mode 'in-place' is refused for the {name} preset: {reader.agent} lists notes whatever their "
+            "frontmatter says, so a note retired in place would still be read as current",
+            hint="use retire_mode = \"archive\"",
+        )
+    probe = f"{settings.archive_root}/note.md"
+    if settings.retire_mode == ARCHIVE and not settings.archive_beside and reader.sees(probe):
+        hint = f"archive_root = \"{BESIDE_ARCHIVE}\""
+        if name == "serena":
+            hint += f", or tell dreamd that Serena ignores it: ignored_memory_patterns = [\"{re.escape(settings.archive_root)}/.*\"]"
+        raise ConfigError(
+            f"archive_root {settings.archive_root!r} is inside the notes folder, where {reader.agent} would list retired notes as live ones",
+            hint=f"use {hint}",
+        )
+
+
+def _index(preset: Preset, given: dict[str, object]) -> IndexSpec | None:
+    """The index: the agent's own (with its load limit and sections), another file named by
+    ``index_path`` (read whole, entries at the end), or none when ``index_path`` is empty."""
+    own = preset.reader.index
+    raw = given.get("index_path", own.path if own else None)
     if raw is not None and not isinstance(raw, str):
         raise ConfigError(f"store setting 'index_path' must be a string, got {type(raw).__name__}")
     path = _relpath("index_path", raw) if raw else None
     if path is None:
         if given.get("index_format") is not None:
             raise ConfigError("store setting 'index_format' needs an index_path")
-        return None, None
-    return path, _choice(given, "index_format", preset.index_format or "links", INDEX_FORMATS)
+        return None
+    fmt = _choice(given, "index_format", own.format if own else "links", INDEX_FORMATS)
+    if own is not None and path == own.path and fmt == own.format:
+        return own
+    return IndexSpec(path, fmt)
 
 
 def _choice(given: dict[str, object], key: str, default: str, choices: tuple[str, ...]) -> str:
@@ -177,14 +209,18 @@ def _relpath(key: str, value: str) -> str:
         raise ConfigError(f"store setting {key!r}: {exc}") from None
 
 
-def _archive_dir(value: object) -> str:
-    """One folder at the store's top level, so flat stores can keep it out of their listing."""
+def _archive_root(value: object) -> str:
+    """One folder: inside the notes root, or beside it (``../NAME``); never anywhere else."""
     if not isinstance(value, str) or not value:
-        raise ConfigError("store setting 'archive_dir' must be a folder name")
-    clean = _relpath("archive_dir", value)
-    if "/" in clean:
-        raise ConfigError(f"store setting 'archive_dir' must be one top-level folder, got {value!r}")
-    return clean
+        raise ConfigError("store setting 'archive_root' must be a folder name")
+    beside = value.startswith("../")
+    name = value.removeprefix("../")
+    clean = _relpath("archive_root", name) if name else ""
+    if not clean or "/" in clean or clean in (".", "..") or "{" in clean.replace("{notes}", ""):
+        raise ConfigError(
+            f"store setting 'archive_root' must be one folder inside the notes folder or beside it (\"../NAME\"), got {value!r}"
+        )
+    return f"../{clean}" if beside else clean
 
 
 def _positive_int(given: dict[str, object], key: str, default: int) -> int:
@@ -201,3 +237,18 @@ def _globs(given: dict[str, object], key: str) -> tuple[str, ...]:
     if not all(isinstance(item, str) and item for item in value):
         raise ConfigError(f"store setting {key!r} must hold non-empty strings, got {value!r}")
     return tuple(value)
+
+
+def _patterns(preset: Preset, given: dict[str, object]) -> tuple[str, ...]:
+    """Serena's ``ignored_memory_patterns``, copied from its project.yml: regexes on names."""
+    if "ignored_memory_patterns" not in given:
+        return ()
+    if preset.name != "serena":
+        raise ConfigError("store setting 'ignored_memory_patterns' is Serena's: it applies to the serena preset only")
+    patterns = _globs(given, "ignored_memory_patterns")
+    for pattern in patterns:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"store setting 'ignored_memory_patterns': {pattern!r} is not a regular expression ({exc})") from None
+    return patterns

@@ -18,8 +18,10 @@ from pathlib import Path
 from daemon.core.errors import StoreError
 from daemon.core.hashing import hash_bytes, root_hash
 from daemon.stores.files import READ_FLAGS, is_temp_name, read_fd
-from daemon.stores.paths import store_root
+from daemon.stores.paths import StoreRoots, open_roots
 from daemon.stores.presets import StoreSettings
+
+NEVER_SCANNED = (".git",)  # a repository's own folder is never notes, whoever lists it
 
 SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file")
 _BINARY_PROBE = 8192
@@ -54,11 +56,15 @@ class Skipped:
 class ScanResult:
     """A store at one moment: live files, archived files, and what was skipped."""
 
-    root: Path
+    roots: StoreRoots
     files: dict[str, FileEntry]
     archived: dict[str, FileEntry]
     notes: dict[str, FileEntry]
     skipped: list[Skipped]
+
+    @property
+    def root(self) -> Path:
+        return self.roots.notes
 
     @cached_property
     def manifest(self) -> dict[str, str]:
@@ -70,39 +76,53 @@ class ScanResult:
         return root_hash(self.manifest)
 
 
-def scan_store(root: Path, settings: StoreSettings) -> ScanResult:
-    """Read the store at ``root``; StoreError only if the root itself cannot be read.
+def scan_store(root: StoreRoots | Path, settings: StoreSettings) -> ScanResult:
+    """Read the store; StoreError only if a root itself cannot be read.
 
-    Symlinks are reported, never followed. The top-level archive folder goes to
-    ``archived``; other dot folders (.git) and excluded paths are left out silently, as
-    are subfolders of a flat store and our own atomic-write temp files.
+    The notes root is walked as the agent lists it (flat or recursive, dot-folders or not);
+    ``.git``, excluded paths and our own atomic-write temp files are left out silently.
+    The archive root's files go to ``archived``. Symlinks are reported, never followed.
     """
-    base = store_root(root)
-    try:
-        top = _listing(str(base))
-    except OSError as exc:
-        raise StoreError(f"cannot read store root {base}: {exc.strerror}") from exc
+    roots = root if isinstance(root, StoreRoots) else open_roots(root, settings.archive_root)
     files: dict[str, FileEntry] = {}
     archived: dict[str, FileEntry] = {}
     skipped: list[Skipped] = []
-    pending = [(top, "", files)]
+    walk = [(roots.notes, "", files)]
+    if roots.beside and roots.archive.is_dir():
+        walk.append((roots.archive, roots.archive_prefix + "/", archived))
+    for folder, prefix, into in walk:
+        try:
+            top = _listing(str(folder))
+        except OSError as exc:
+            raise StoreError(f"cannot read {'archive' if into is archived else 'store'} root {folder}: {exc.strerror}") from exc
+        _walk(top, prefix, into, settings, roots, archived, skipped)
+    files = dict(sorted(files.items()))
+    return ScanResult(
+        roots=roots,
+        files=files,
+        archived=dict(sorted(archived.items())),
+        notes={path: entry for path, entry in files.items() if settings.is_note(path)},
+        skipped=sorted(skipped, key=attrgetter("path")),
+    )
+
+
+def _walk(top: list[os.DirEntry[str]], prefix: str, into: dict[str, FileEntry], settings: StoreSettings, roots: StoreRoots, archived: dict[str, FileEntry], skipped: list[Skipped]) -> None:  # noqa: PLR0913
+    listing = settings.listing
+    pending = [(top, prefix, into)]
     while pending:
-        listing, prefix, into = pending.pop()
-        for entry in listing:
+        entries, prefix, target = pending.pop()
+        for entry in entries:
             rel = prefix + entry.name
             if entry.is_symlink():
                 skipped.append(Skipped(rel, "symlink"))
             elif settings.is_excluded(rel):
                 continue
             elif entry.is_dir(follow_symlinks=False):
-                if prefix == "" and entry.name == settings.archive_dir:
-                    target = archived
-                elif entry.name.startswith(".") or (settings.flat and into is files):
+                folder = _folder_target(rel, entry.name, target, archived, listing, roots)
+                if folder is None:
                     continue
-                else:
-                    target = into
                 try:
-                    pending.append((_listing(entry.path), rel + "/", target))
+                    pending.append((_listing(entry.path), rel + "/", folder))
                 except OSError:
                     skipped.append(Skipped(rel, "unreadable"))
             elif not entry.is_file(follow_symlinks=False):
@@ -110,17 +130,24 @@ def scan_store(root: Path, settings: StoreSettings) -> ScanResult:
             elif not is_temp_name(entry.name):
                 result = _read_entry(entry.path, rel, settings.max_file_bytes)
                 if isinstance(result, FileEntry):
-                    into[rel] = result
+                    target[rel] = result
                 elif result is not None:
                     skipped.append(result)
-    files = dict(sorted(files.items()))
-    return ScanResult(
-        root=base,
-        files=files,
-        archived=dict(sorted(archived.items())),
-        notes={path: entry for path, entry in files.items() if settings.is_note(path)},
-        skipped=sorted(skipped, key=attrgetter("path")),
-    )
+
+
+def _folder_target(rel: str, name: str, target: dict[str, FileEntry], archived: dict[str, FileEntry], listing, roots: StoreRoots):  # noqa: ANN001, ANN202
+    """Where a folder's files go (live files, the archive), or None when it is not read."""
+    if target is archived:
+        return archived
+    if name in NEVER_SCANNED:
+        return None
+    if rel == roots.archive_prefix:
+        if roots.beside:
+            raise StoreError(f"a folder {rel}/ inside the notes root has the archive root's name", hint=f"rename it: dreamd keeps retired notes in {roots.archive}")
+        return archived
+    if not listing.recursive or (name.startswith(".") and not listing.dot_dirs):
+        return None
+    return target
 
 
 def _listing(path: str) -> list[os.DirEntry[str]]:

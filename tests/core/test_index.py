@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, add, drop, entries
+from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, NewEntry, add, drop, entries
 
 MEMORY = IndexSpec("MEMORY.md", LINKS)
 TEXT = "# Memory\n\nSome prose.\n- [A](a.md) — first\n- [B](sub/b.md) — second\n|topic: [c](c.md) (12), [d](d.md) (40)\n"
@@ -31,7 +31,7 @@ def test_links_outside_the_store_are_ignored():
 
 def test_add_appends_claude_code_style_lines():
     """New entries follow the `- [Title](file.md) — hook` shape."""
-    assert add(MEMORY, "# M\n", [("n.md", "New [note]", "why")]) == "# M\n- [New (note)](n.md) — why\n"
+    assert add(MEMORY, "# M\n", [NewEntry("n.md", "New [note]", "why")]) == "# M\n- [New (note)](n.md) — why\n"
 
 
 def test_cline_task_ids_map_to_files():

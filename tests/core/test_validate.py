@@ -95,7 +95,7 @@ def test_index_scope_uses_the_store_glob_rules():
     from daemon.core.index import IndexSpec as Spec
 
     view = _view({"tasks/_index.md": b"# Tasks\n", "tasks/TASK006-x.md": b"x\n", "tasks/DONE/TASK001-y.md": b"y\n", "notes.md": b"z\n"},
-                 index=Spec("tasks/_index.md", "cline-tasks"), index_scope="tasks/**/*.md")
+                 index=Spec("tasks/_index.md", "cline-tasks", lists="tasks/**/*.md"))
     assert [n.path for n in view.live_notes() if view.should_list(n)] == ["tasks/DONE/TASK001-y.md", "tasks/TASK006-x.md"]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 import textwrap
@@ -36,7 +37,9 @@ def note(path: str, text: str = "", *, mtime: dt.datetime | None = None) -> Note
 def view(
     *notes: Note, index: IndexSpec | None = None, scope: str | None = None, protected: tuple[str, ...] = ()
 ) -> StoreView:
-    return StoreView(notes={n.path: n for n in notes}, index=index, index_scope=scope, protected=protected)
+    if scope is not None and index is not None:
+        index = dataclasses.replace(index, lists=scope)
+    return StoreView(notes={n.path: n for n in notes}, index=index, protected=protected)
 
 
 def memory_index(*lines: str) -> tuple[Note, IndexSpec]:

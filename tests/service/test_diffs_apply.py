@@ -2,7 +2,7 @@
 
 The store mixes every proposal kind with awkward notes: CRLF line endings, no final newline,
 no frontmatter, a comment in frontmatter, and non-ASCII names with spaces. It is run in
-archive mode (deepcode) and in-place mode (claude-code with retire_mode = "in-place").
+archive mode (deepcode) and in-place mode (generic, with a MEMORY.md index).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ VARIED = {
     "plan-v1.md": "---\nname: Plan v1\nsuperseded_by: plan-v2.md\n---\nShip in March.\n",
     "plan-v2.md": "---\nname: Plan v2\nsupersedes: plan-v1.md\n---\nShip in May.\n",
 }
-MODES = {"archive": ("deepcode", {}), "in-place": ("claude-code", {"retire_mode": "in-place"})}
+MODES = {"archive": ("deepcode", {}), "in-place": ("generic", {"index_path": "MEMORY.md"})}
 
 
 def _materialise(folder, files):
@@ -81,7 +81,7 @@ def test_every_stored_diff_applies_with_git_apply_and_yields_the_result(mode, ma
 def test_awkward_notes_keep_their_bytes_around_the_edit(make_store, make_app):
     """Marking keeps CRLF endings, the frontmatter comment, and prepends a minimal block to a note without frontmatter."""
     root = make_store(VARIED)
-    config = parse_config({"stores": [{"name": "varied", "path": str(root), "preset": "claude-code", "settings": {"retire_mode": "in-place"}}]})
+    config = parse_config({"stores": [{"name": "varied", "path": str(root), "preset": "generic", "settings": {"index_path": "MEMORY.md"}}]})
     app = make_app(config)
     run_pass(app, config.stores["varied"])
     proposals = {p.title: p for p in list_proposals(app)}

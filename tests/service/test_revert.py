@@ -86,13 +86,13 @@ def test_applying_a_chain_of_proposals_and_reverting_it_restores_the_store(examp
 
 
 def test_in_place_store_setting_marks_without_moving_and_reverts(make_store, make_app, clock, read_tree):
-    """A deepcode store configured retire_mode = "in-place" marks the retired note where it is, and revert unmarks it."""
+    """A generic store with an index, retiring in place, marks the retired note where it is, and revert unmarks it."""
     root = make_store({
         "MEMORY.md": "# M\n\n- [A](a.md)\n- [B](b.md)\n",
         "a.md": "---\nname: A\n---\nSame fact.\n",
         "b.md": "---\nname: B\n---\nsame  fact.\n",
     })
-    config = parse_config({"stores": [{"name": "s", "path": str(root), "preset": "deepcode", "settings": {"retire_mode": "in-place"}}]})
+    config = parse_config({"stores": [{"name": "s", "path": str(root), "preset": "generic", "settings": {"retire_mode": "in-place", "index_path": "MEMORY.md"}}]})
     app = make_app(config)
     before = read_tree(root)
     (merge,) = [o for o in run_pass(app, config.stores["s"]).outcomes if o.planned.draft.kind == "merge"]

@@ -65,12 +65,12 @@ def test_one_changed_byte_makes_the_next_pass_run(make_store, make_app, clock):
 
 
 def test_a_changed_store_setting_makes_the_next_pass_run(make_store, make_app, clock):
-    """The same bytes under a different retire mode are planned again rather than skipped."""
+    """The same bytes under a different store setting (a pinned glob) are planned again rather than skipped."""
     from daemon.config import parse_config
 
     root = make_store(STORE)
     app = make_app()
     run_pass(app, adhoc_store(root, "deepcode"))
-    config = parse_config({"stores": [{"name": str(root), "path": str(root), "preset": "deepcode", "settings": {"retire_mode": "in-place"}}]})
+    config = parse_config({"stores": [{"name": str(root), "path": str(root), "preset": "deepcode", "settings": {"pinned": ["ports.md"]}}]})
     clock.advance(minutes=1)
     assert run_pass(make_app(config), config.stores[str(root)]).status == "completed"

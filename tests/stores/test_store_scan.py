@@ -14,7 +14,7 @@ from daemon.stores.scan import ScanResult, Skipped, scan_store
 
 SECRET = b"TOP-SECRET-DO-NOT-READ"
 GENERIC = resolve_settings("generic", {})
-FLAT = resolve_settings("claude-code", {})
+FLAT = resolve_settings("deepcode", {})
 
 
 def write(root: Path, rel: str, data: bytes | str) -> Path:

@@ -1,0 +1,104 @@
+"""Keep references right when a change retires notes: rewrite them, then check the result.
+
+Every live note that refers to a note the change retires is rewritten to refer to the note
+that replaces it (the survivor of a merge, the newer note of a supersession), in the
+syntax it was written in; only the target's characters change. What cannot be rewritten
+(the referring note is pinned, nothing replaces the target, the syntax cannot name the
+new note) is recorded as dangling. Then every note the change writes is read again as
+the agent would read it after the change: a reference there that resolved to a live note
+before and no longer does is dangling too. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from daemon.core.links import Names, Reference, find, spelled
+from daemon.core.links import rewrite as respell
+from daemon.core.notes import Note
+from daemon.core.proposals import Dangling
+from daemon.core.view import StoreView
+
+
+@dataclass
+class Kept:
+    """The notes a change rewrites for its references, and what it could not keep."""
+
+    written: dict[str, bytes] = field(default_factory=dict)
+    rewritten: int = 0
+    unlinked: int = 0
+    dangling: list[Dangling] = field(default_factory=list)
+
+
+def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], replaced: Mapping[str, str | None], *, by_key: bool = False) -> Kept:
+    """Rewrite references to ``replaced`` (a target, or with ``by_key`` a reference key ->
+    the note that replaces it, None: nothing does) in every live note that stays; ``gone``:
+    notes the change retires or removes; ``after``: the change's files so far."""
+    names_after = Names(frozenset(p for p in view.notes if after.get(p, b"") is not None), view.names.titles, view.names.task_folder)
+    live_after = {p for p, n in view.notes.items() if n.live and p not in gone and after.get(p, b"") is not None}
+    kept = Kept()
+    sources = sorted({ref.source for key in replaced for ref in (view.keyed if by_key else view.incoming).get(key, ())})
+    for source in sources:
+        if source not in live_after:
+            continue  # it retires too
+        note = _current(view, after, source)
+        text = note.data.decode("utf-8", errors="replace")
+        spell: dict[Reference, str | None] = {}
+        for ref in view.references_in(note):
+            key = ref.key if by_key else ref.target
+            if key not in replaced:
+                continue
+            new = replaced[key]
+            why = _why_not(view, source, ref, new, names_after, unlink=by_key)
+            if why:
+                kept.dangling.append(Dangling(source, ref.line, ref.syntax, ref.written, why))
+                continue
+            spell[ref] = None if new is None else spelled(ref, new, names_after)
+        if spell:
+            kept.written[source] = respell(text, spell).encode("utf-8")
+            kept.rewritten += sum(1 for v in spell.values() if v is not None)
+            kept.unlinked += sum(1 for v in spell.values() if v is None)
+    return kept
+
+
+def _why_not(view: StoreView, source: str, ref: Reference, new: str | None, names_after: Names, *, unlink: bool) -> str | None:
+    """Why a reference cannot be rewritten to ``new`` (None: it can)."""
+    if view.notes[source].pinned:
+        return f"it sits in {source}, which is pinned"
+    if new is None:
+        return None if unlink else f"nothing replaces {ref.target or ref.written}"
+    if spelled(ref, new, names_after) is None:
+        return f"a {ref.syntax} reference cannot name {new}"
+    return None
+
+
+def newly_dangling(view: StoreView, after: Mapping[str, bytes | None], gone: set[str]) -> list[Dangling]:
+    """References in the live notes a change writes that resolved to a live note before
+    (or were not there) and resolve to none after the change."""
+    paths_after = frozenset(p for p in view.notes if after.get(p, b"") is not None)
+    names_after = Names(paths_after, view.names.titles, view.names.task_folder)
+    found = []
+    for path, data in sorted(after.items()):
+        if data is None or path not in view.notes or path in gone:
+            continue
+        note = Note(path, data, "")
+        if not note.live:
+            continue
+        text = data.decode("utf-8", errors="replace")
+        start = len(note.parts.header.decode("utf-8", errors="replace"))
+        broken_before = {(r.syntax, r.written) for r in view.references.get(path, ()) if not _lands(view, r.target, set())}
+        for ref in find(path, text, start, view.syntaxes_in(path), names_after):
+            if not _lands(view, ref.target, gone) and (ref.syntax, ref.written) not in broken_before:
+                found.append(Dangling(path, ref.line, ref.syntax, ref.written, "it does not resolve to a live note after the change"))
+    return found
+
+
+def _lands(view: StoreView, target: str | None, gone: set[str]) -> bool:
+    return target is not None and target not in gone and view.is_live(target)
+
+
+def _current(view: StoreView, after: Mapping[str, bytes | None], path: str) -> Note:
+    note = view.notes[path]
+    data = after.get(path)
+    return note if data is None else Note(path, data, "", note.mtime_ns, pinned_by_setting=note.pinned_by_setting)
