@@ -1,17 +1,30 @@
 """Which note of a duplicate group stays, and which notes may be retired at all.
 
-Shared by the merge detectors so exact and near duplicates keep the same note: pinned
-first, then notes that cannot be retired anyway, then the one the index lists, then the
-newest, then the shortest path. Notes that may not be retired stay where they are.
+Shared by the merge detectors so exact and near duplicates keep the same note. The survivor
+is the note the store already leans on, decided in this order, each step only among the
+notes the one before left tied:
+
+1. pinned (it cannot be retired anyway), then notes that cannot be retired for another reason;
+2. most referenced: other live notes and the index that refer to it (their references need
+   no rewrite, and the name people cite stays);
+3. newest: by a real date, the frontmatter's ``updated_at`` (or ``modified``, ``created_at``...),
+   else by file time, which decides only when it leads by more than a second (a copy made by
+   ``cp`` or a checkout differs by microseconds, which says nothing about which is current);
+4. the shortest path, then the one that sorts first.
+
+The rationale names the step that decided. Notes that may not be retired stay where they are.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+import datetime as dt
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from daemon.core.notes import Note
 from daemon.core.view import StoreView
+
+MTIME_MARGIN_S = 1.0
 
 
 def can_retire(view: StoreView, note: Note) -> bool:
@@ -26,19 +39,9 @@ def can_retire(view: StoreView, note: Note) -> bool:
 
 
 def note_time(note: Note) -> float:
-    """Seconds since the epoch of the note's last update: ``updated_at``, else its mtime."""
-    updated = note.meta_time("updated_at")
-    return updated.timestamp() if updated else note.mtime_ns / 1e9
-
-
-_WHY = (
-    "it is pinned",
-    "it cannot be retired (a core file, or frontmatter dreamd cannot edit)",
-    "the index lists it",
-    "it is the most recently updated",
-    "its path is the shortest",
-    "its path sorts first",
-)
+    """Seconds since the epoch of the note's last update: a frontmatter date, else its mtime."""
+    dated = note.dated()
+    return dated[0].timestamp() if dated else note.mtime_ns / 1e9
 
 
 @dataclass(frozen=True)
@@ -48,28 +51,104 @@ class Choice:
     why: str  # why the survivor won, for the rationale
 
 
-def ranked(view: StoreView, notes: Iterable[Note], listed: Collection[str]) -> list[Note]:
-    """Notes best survivor first."""
-    return sorted(notes, key=lambda note: _rank(view, note, listed))
-
-
-def choose(view: StoreView, notes: Iterable[Note], listed: Collection[str]) -> Choice | None:
+def choose(view: StoreView, notes: Iterable[Note]) -> Choice | None:
     """The survivor and the notes to retire into it; None when nothing can be retired."""
-    order = ranked(view, notes, listed)
-    retire = tuple(n for n in order[1:] if can_retire(view, n))
-    if not retire:
+    group = sorted(notes, key=lambda n: n.path)
+    if len(group) < 2:
         return None
-    first, second = _rank(view, order[0], listed), _rank(view, order[1], listed)
-    decisive = next(i for i, (a, b) in enumerate(zip(first, second, strict=True)) if a != b)
-    return Choice(order[0], retire, _WHY[decisive])
+    survivor, why = _decide(view, group)
+    retire = tuple(n for n in group if n is not survivor and can_retire(view, n))
+    return Choice(survivor, retire, why) if retire else None
 
 
-def _rank(view: StoreView, note: Note, listed: Collection[str]) -> tuple[bool, bool, bool, float, int, str]:
-    return (
-        not note.pinned,
-        can_retire(view, note),
-        note.path not in listed,
-        -note_time(note),
-        len(note.path),
-        note.path,
-    )
+def ranked(view: StoreView, notes: Iterable[Note]) -> list[Note]:
+    """Notes best survivor first."""
+    rest = sorted(notes, key=lambda n: n.path)
+    order = []
+    while rest:
+        best, _ = _decide(view, rest)
+        order.append(best)
+        rest = [n for n in rest if n is not best]
+    return order
+
+
+def _decide(view: StoreView, group: list[Note]) -> tuple[Note, str]:
+    """The best survivor of ``group`` and why, step by step (see the module docstring)."""
+    tied = group
+    for step in (_pinned, _unretirable, _most_referenced, _newest, _shortest_path):
+        if len(tied) == 1:
+            break
+        narrowed = step(view, tied)
+        if narrowed is not None:
+            tied, why = narrowed
+            if len(tied) == 1:
+                return tied[0], why
+    return tied[0], "its path sorts first"
+
+
+def _pinned(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:
+    kept = [n for n in tied if n.pinned]
+    return (kept, "it is pinned") if 0 < len(kept) < len(tied) else None
+
+
+def _unretirable(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:
+    kept = [n for n in tied if not can_retire(view, n)]
+    why = "it cannot be retired (a core file of the layout, or frontmatter dreamd cannot edit)"
+    return (kept, why) if 0 < len(kept) < len(tied) else None
+
+
+def _most_referenced(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:
+    counts = {n.path: len(view.referrers(n.path) - {n.path}) for n in tied}
+    top = max(counts.values())
+    kept = [n for n in tied if counts[n.path] == top]
+    if len(kept) == len(tied):
+        return None
+    others = ", ".join(f"{n.path} {counts[n.path]}" for n in tied if n not in kept)
+    return kept, f"it is the most referenced: {top} of the store's notes (index included) refer to it, against {others}"
+
+
+def _newest(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:
+    """The newest note by its frontmatter date, else its file time; a file time decides only
+    when it leads by more than a second."""
+    known = {n.path: _when(n) for n in tied}
+    if any(w is None for w in known.values()):
+        return None  # a note with no date at all cannot be compared
+    order = sorted(tied, key=lambda n: known[n.path][0], reverse=True)  # type: ignore[index]
+    (first, by_first), (second, by_second) = known[order[0].path], known[order[1].path]  # type: ignore[misc]
+    lead = (first - second).total_seconds()
+    if lead <= 0 or (FILE_TIME in (by_first, by_second) and lead <= MTIME_MARGIN_S):
+        return None
+    if by_first == FILE_TIME and by_second == FILE_TIME:
+        why = f"it is the newest by file time, {_duration(lead)} newer (no frontmatter date decides; copies and checkouts reset file times)"
+    else:
+        why = f"its {by_first} ({_day(first)}) is the newest, against {by_second} {_day(second)}"
+    return [order[0]], why
+
+
+FILE_TIME = "file time"
+
+
+def _when(note: Note) -> tuple[dt.datetime, str] | None:
+    dated = note.dated()
+    if dated is not None:
+        return dated
+    if note.mtime_ns > 0:
+        return dt.datetime.fromtimestamp(note.mtime_ns / 1e9, dt.timezone.utc), FILE_TIME
+    return None
+
+
+def _shortest_path(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:
+    shortest = min(len(n.path) for n in tied)
+    kept = [n for n in tied if len(n.path) == shortest]
+    return (kept, "its path is the shortest") if len(kept) < len(tied) else None
+
+
+def _day(moment: dt.datetime) -> str:
+    return moment.date().isoformat() if moment.time() == dt.time() else moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= 2 * size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"

@@ -80,7 +80,7 @@ def test_wrong_source_is_rejected():
     """A detector whose drafts carry another source is a programming error."""
 
     class Liar(ExactDuplicates):
-        version = 2
+        version = 9
 
         def detect(self, ctx):
             return [dataclasses.replace(d, source="detector:exact-duplicate@1") for d in super().detect(ctx)]
@@ -99,13 +99,13 @@ def test_naive_now_is_refused():
 def test_fingerprint_changes_with_version_and_settings():
     """Bumping a detector version or changing a setting changes the fingerprint."""
 
-    class ExactV2(ExactDuplicates):
-        version = 2
+    class ExactNext(ExactDuplicates):
+        version = ExactDuplicates.version + 1
 
     settings = DetectorSettings()
     base = planner_fingerprint(DEFAULT_DETECTORS, settings)
-    assert base.startswith("exact-duplicate@1,near-duplicate@1,ttl@2,")
-    assert planner_fingerprint((ExactV2(), *DEFAULT_DETECTORS[1:]), settings) != base
+    assert base.startswith("exact-duplicate@2,near-duplicate@2,ttl@2,")
+    assert planner_fingerprint((ExactNext(), *DEFAULT_DETECTORS[1:]), settings) != base
     assert planner_fingerprint(DEFAULT_DETECTORS, DetectorSettings(near_threshold=0.9)) != base
     assert planner_fingerprint(DEFAULT_DETECTORS, DetectorSettings()) == base
 

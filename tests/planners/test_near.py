@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import random
 
 from daemon.core.proposals import MERGE
@@ -28,7 +30,7 @@ def test_found_at_ninety_percent():
     copy = BUILD_NOTES + EXTRA
     assert 0.85 < similarity(BUILD_NOTES, copy) < 0.95
     (draft,) = detect(note("a.md", BUILD_NOTES), note("b.md", copy))
-    assert draft.kind == MERGE and draft.source == "detector:near-duplicate@1"
+    assert draft.kind == MERGE and draft.source == "detector:near-duplicate@2"
     assert draft.confidence == round(similarity(BUILD_NOTES, copy), 3) < 1.0
     assert draft.title.startswith("Merge 1 near duplicate into ")
 
@@ -45,7 +47,8 @@ def test_merge_is_lossless():
     first = BUILD_NOTES + EXTRA
     second = BUILD_NOTES.replace("Logs from", "Logs of")
     third = "---\nupdated_at: 2026-05-30\n---\n" + BUILD_NOTES + "Windows wheels are built by hand.\n"
-    notes = [note("a.md", first), note("b.md", second), note("c.md", third)]
+    older = dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc)
+    notes = [note("a.md", first, mtime=older), note("b.md", second, mtime=older), note("c.md", third)]
     (draft,) = detect(*notes)
     assert set(draft.notes) == {"a.md", "b.md", "c.md"}
     merged = draft.survivor_data.decode()
@@ -53,7 +56,7 @@ def test_merge_is_lossless():
     for n in notes:
         for line in n.body.splitlines():
             assert not line.strip() or " ".join(line.split()).casefold() in folded
-    assert merged.startswith(notes[2].data.decode())  # c.md is newest: it survives unchanged at the top
+    assert merged.startswith(notes[2].data.decode())  # c.md's updated_at is newest: it survives unchanged at the top
     for retired in draft.retire:
         assert f"\n<!-- merged from {retired} by dreamd -->\n" in merged
 

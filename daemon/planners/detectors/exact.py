@@ -17,17 +17,16 @@ from daemon.planners.survivor import Choice, choose
 
 class ExactDuplicates:
     name = "exact-duplicate"
-    version = 1
+    version = 2  # 2: survivors chosen by references and real dates
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         groups: dict[str, list[Note]] = {}
         for note in ctx.view.live_notes():
             if note.normalised_body:
                 groups.setdefault(note.normalised_body, []).append(note)
-        listed = ctx.view.listed()
         drafts = []
         for group in groups.values():
-            choice = choose(ctx.view, group, listed) if len(group) > 1 else None
+            choice = choose(ctx.view, group) if len(group) > 1 else None
             if choice is not None:
                 drafts.append(self._draft(choice))
         return drafts

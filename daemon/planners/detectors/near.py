@@ -28,15 +28,14 @@ from daemon.planners.survivor import Choice, choose, ranked
 
 class NearDuplicates:
     name = "near-duplicate"
-    version = 1
+    version = 2  # 2: survivors chosen by references and real dates
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         return self.plan(ctx)[0]
 
     def plan(self, ctx: PlanContext) -> tuple[list[Draft], SimilarityStats]:
         """Drafts plus how many exact comparisons they took (for tests and benchmarks)."""
-        listed = ctx.view.listed()
-        notes = _candidates(ctx, listed)
+        notes = _candidates(ctx)
         shingle = Shingler(ctx.settings.shingle_size)
         shingles = [shingle(n.normalised_body) for n in notes]
         found, stats = similar_pairs(shingles, ctx.settings)
@@ -44,7 +43,7 @@ class NearDuplicates:
         drafts: list[Draft] = []
         extra = 0
         for group in connected_groups(len(notes), sorted(found)):
-            choice = choose(ctx.view, (notes[i] for i in group), listed)
+            choice = choose(ctx.view, (notes[i] for i in group))
             if choice is None:
                 continue
             added = additions(choice.survivor, choice.retire)
@@ -96,7 +95,7 @@ def _lowest(
     return min(round(min(scores), 3), 0.999), computed  # below exact duplicates' 1.0
 
 
-def _candidates(ctx: PlanContext, listed: dict[str, list[int]]) -> list[Note]:
+def _candidates(ctx: PlanContext) -> list[Note]:
     """Long-enough live notes, one per exact-duplicate body (the one exact duplicates
     keep), so exact duplicates stay their own detector's business."""
     by_body: dict[str, list[Note]] = {}
@@ -104,4 +103,4 @@ def _candidates(ctx: PlanContext, listed: dict[str, list[int]]) -> list[Note]:
         words = note.normalised_body.count(" ") + 1 if note.normalised_body else 0  # spaces are single
         if words >= max(ctx.settings.min_words, 1):
             by_body.setdefault(note.normalised_body, []).append(note)
-    return sorted((ranked(ctx.view, group, listed)[0] for group in by_body.values()), key=lambda n: n.path)
+    return sorted((ranked(ctx.view, group)[0] for group in by_body.values()), key=lambda n: n.path)
