@@ -49,6 +49,7 @@ def planned_json(outcome: Any, store: str, pass_id: int | None = None, at: str |
         "evidence": [e.as_dict() for e in draft.evidence],
         "base": dict(change.base) if change else {}, "result": dict(change.result) if change else {},
         "diff": planned.diff, "state_reason": outcome.note,
+        "reads": change.reads.as_dict() if change else None,
         "pass_id": pass_id, "created_at": at, "updated_at": at, "decisions": [],
     }  # fmt: skip
 
@@ -67,7 +68,28 @@ def proposal_header(p: dict[str, Any]) -> str:
     for e in p.get("evidence", []):
         quote = e["quote"].strip().splitlines()[0][:100] if e["quote"].strip() else ""
         lines.append(f"  evidence: {e['path']}:{e['start']}-{e['end']} {quote!r}")
+    lines += reads_lines(p.get("reads") or {})
     return "\n".join(lines)
+
+
+def reads_lines(reads: dict[str, Any]) -> list[str]:
+    """What the proposal does to what the agent reads, and what no policy may accept."""
+    lines = []
+    if reads.get("rewritten"):
+        n = reads["rewritten"]
+        lines.append(f"  references: {n} rewritten to point at the note that stays")
+    if reads.get("index_limit"):
+        lines.append(
+            f"  index: the agent loads {reads['index_limit']}; entries it cannot see: "
+            f"{reads.get('unloaded_before', 0)} before, {reads.get('unloaded_after', 0)} after"
+        )
+    if reads.get("hooks_shortened"):
+        lines.append(f"  index: {reads['hooks_shortened']} entry hooks shortened at a word boundary to fit")
+    for reason in reads.get("holds", []):
+        lines.append(f"  holds: {reason} (no policy may accept this; a person may)")
+    for d in reads.get("dangling", []):
+        lines.append(f"  dangling: {d['source']}:{d['line']} {d['syntax']} {d['written']!r}: {d['why']}")
+    return lines
 
 
 def proposal_line(p: dict[str, Any]) -> str:

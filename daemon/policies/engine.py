@@ -1,7 +1,9 @@
 """Deciding one proposal under one policy: ``evaluate``, pure, with the hard invariants.
 
 The invariants hold whatever the rules say, also for a Policy built by hand rather than
-loaded: a lossy proposal or one touching a pinned note is never accepted; a proposal that
+loaded: a lossy proposal, one touching a pinned note, or one after which the agent would
+read the store wrong (``Facts.holds``: dangling references, an index past what the agent
+loads) is never accepted; a proposal that
 retires more notes than ``max_retire`` holds; once the per-pass or per-day budget is spent,
 everything holds.
 """
@@ -35,6 +37,8 @@ def rule_violations(rule: Rule) -> list[str]:
         )
     if rule.frontmatter and any("pin" in key.lower() for key in rule.frontmatter):
         problems.append("a rule may not accept pinned notes (pinned notes are never auto-accepted)")
+    if rule.dangling is True:
+        problems.append("a rule may not accept proposals that leave dangling references")
     return problems
 
 
@@ -76,6 +80,8 @@ def evaluate(policy: Policy, facts: Facts, counts: Counts | None = None) -> Deci
                 return held(f"{where} would accept, but lossy proposals are never auto-accepted", index, rule.line or None)
             if facts.pinned:
                 return held(f"{where} would accept, but it touches a pinned note", index, rule.line or None)
+            if facts.holds:
+                return held(f"{where} would accept, but it {facts.holds[0]}: what the agent reads would be wrong", index, rule.line or None)
         return Decision(rule.decide, index, rule.line or None, because, actor)
     return Decision(DEFAULT_DECISION, None, None, f"no rule matched: {DEFAULT_DECISION} (the default)", actor)
 

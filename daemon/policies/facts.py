@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from daemon.core.notes import Note, as_utc, retired_notes
-from daemon.core.proposals import MERGE, REINDEX, SOFT_EXPIRE, SUPERSEDE
+from daemon.core.proposals import MERGE, REINDEX, SOFT_EXPIRE, SUPERSEDE, ReadFacts
 from daemon.policies.model import Facts, changed_lines
 
 def facts_of(view: Any, blobs: Mapping[str, bytes], now: dt.datetime) -> Facts:
@@ -40,10 +40,12 @@ def facts_of(view: Any, blobs: Mapping[str, bytes], now: dt.datetime) -> Facts:
             ages[note] = age
     changed = [n for n in notes if n in meta and result.get(n, base.get(n)) != base.get(n)]
     pinned = any(meta[n].get("pinned") is True for n in changed)
+    reads = ReadFacts.from_dict(getattr(view, "reads", None))
     return Facts(
         kind=view.kind, source=view.source, confidence=float(view.confidence), lossy=bool(view.lossy),
         notes=notes if view.kind != REINDEX else tuple(cited), retire=retire,
         changed_lines=changed_lines(view.diff), frontmatter=meta, ages_days=ages, pinned=pinned,
+        dangling=len(reads.dangling), holds=reads.holds,
     )  # fmt: skip
 
 

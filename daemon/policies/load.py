@@ -23,7 +23,7 @@ from daemon.policies.model import DECISIONS, Limits, Policy, Rule
 TOP_KEYS = {"name", "description", "limits", "rules"}
 LIMIT_KEYS = {"max_per_pass", "max_per_day", "max_retire"}
 RULE_KEYS = {"decide", "reason", "kind", "source", "min_confidence", "max_confidence", "lossy", "min_notes",
-             "max_notes", "paths", "frontmatter", "min_age_days", "max_age_days", "max_changed_lines"}  # fmt: skip
+             "max_notes", "paths", "frontmatter", "min_age_days", "max_age_days", "max_changed_lines", "dangling"}  # fmt: skip
 _FORBIDDEN = re.compile(r"pin|scope|compare|swap|(?:^|[_-])cas(?:$|[_-])", re.IGNORECASE)
 _SYNTAX_LINE = re.compile(r"\(at line (\d+), column (\d+)\)")
 _NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*\Z")
@@ -200,10 +200,10 @@ def _value(key: str, value: Any) -> dict[str, Any]:
         return {{"kind": "kinds", "source": "sources"}.get(key, key): _strings(value, KINDS if key == "kind" else None)}
     if key in ("min_confidence", "max_confidence"):
         return {key: float(_number(value, 0.0, 1.0))}
-    if key == "lossy":
+    if key in ("lossy", "dangling"):
         if not isinstance(value, bool):
             raise ValueError(f"must be true or false, not {value!r}")
-        return {"lossy": value}
+        return {key: value}
     if key in ("min_notes", "max_notes", "max_changed_lines"):
         return {key: int(_number(value, 0, whole=True))}
     if key in ("min_age_days", "max_age_days"):

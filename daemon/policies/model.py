@@ -39,6 +39,8 @@ class Facts:
     frontmatter: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     ages_days: Mapping[str, float] = field(default_factory=dict)
     pinned: bool = False  # any note the proposal touches is pinned
+    dangling: int = 0  # references the proposal leaves pointing at no live note
+    holds: tuple[str, ...] = ()  # why the agent would read the store wrong after it: never auto-accepted
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,7 @@ class Rule:
     min_age_days: float | None = None
     max_age_days: float | None = None
     max_changed_lines: int | None = None
+    dangling: bool | None = None
 
     def mismatch(self, facts: Facts) -> str | None:
         """Why this rule does not match ``facts`` (None: it matches)."""
@@ -91,7 +94,7 @@ class Rule:
 
     def _conditions(self) -> list[tuple[str, Any]]:
         names = ("kinds", "sources", "min_confidence", "max_confidence", "lossy", "min_notes", "max_notes",
-                 "paths", "frontmatter", "min_age_days", "max_age_days", "max_changed_lines")  # fmt: skip
+                 "paths", "frontmatter", "min_age_days", "max_age_days", "max_changed_lines", "dangling")  # fmt: skip
         found = []
         for name in names:
             value = getattr(self, name)
@@ -209,7 +212,13 @@ def _size(rule: Rule, f: Facts) -> str | None:
     return None
 
 
-_CHECKS = (_kind, _source, _confidence, _lossy, _notes, _paths, _frontmatter, _age, _size)
+def _dangling(rule: Rule, f: Facts) -> str | None:
+    if rule.dangling is not None and (f.dangling > 0) != rule.dangling:
+        return f"it leaves {f.dangling} dangling references, the rule wants {'some' if rule.dangling else 'none'}"
+    return None
+
+
+_CHECKS = (_kind, _source, _confidence, _lossy, _notes, _paths, _frontmatter, _age, _size, _dangling)
 
 
 def changed_lines(diff: str) -> int:

@@ -36,6 +36,7 @@ class ProposalView:
     result: dict[str, str | None]
     diff: str
     state_reason: str | None
+    reads: dict[str, Any] | None
     pass_id: int | None
     created_at: str
     updated_at: str
@@ -51,7 +52,7 @@ class ProposalView:
             "paths": self.paths, "source": self.source, "confidence": self.confidence,
             "lossy": self.lossy, "title": self.title, "rationale": self.rationale,
             "evidence": self.evidence, "base": self.base, "result": self.result, "diff": self.diff,
-            "state_reason": self.state_reason, "pass_id": self.pass_id,
+            "state_reason": self.state_reason, "reads": self.reads, "pass_id": self.pass_id,
             "created_at": self.created_at, "updated_at": self.updated_at, "decisions": self.decisions,
         }  # fmt: skip
 
@@ -82,7 +83,7 @@ def _view(store_name: str, row: Any, files: dict[str, tuple[str | None, str | No
         id=row.id, store=store_name, kind=row.kind, state=row.state, source=row.source,
         confidence=row.confidence, lossy=row.lossy, title=row.title, rationale=row.rationale,
         evidence=list(row.evidence.get("items", [])), base={p: b for p, (b, _) in files.items()},
-        result={p: r for p, (_, r) in files.items()}, diff=row.diff, state_reason=row.state_reason,
+        result={p: r for p, (_, r) in files.items()}, diff=row.diff, state_reason=row.state_reason, reads=row.reads,
         pass_id=row.pass_id, created_at=row.created_at.isoformat(), updated_at=row.updated_at.isoformat(),
         decisions=decisions,
     )  # fmt: skip

@@ -19,7 +19,7 @@ DREAMD = str(Path(sys.executable).with_name("dreamd"))
 # The README's "JSON output (stable)": every proposal of show/proposals/pass --json has these keys.
 DOCUMENTED = {
     "id", "store", "kind", "state", "paths", "source", "confidence", "lossy", "title", "rationale",
-    "evidence", "base", "result", "diff", "state_reason", "pass_id", "created_at", "updated_at", "decisions",
+    "evidence", "base", "result", "diff", "state_reason", "reads", "pass_id", "created_at", "updated_at", "decisions",
 }  # fmt: skip
 REQUIRED = {"id", "store", "kind", "state", "paths", "source", "confidence", "rationale", "base", "result", "diff"}
 PASS_KEYS = {"store", "status", "pass_id", "root_hash", "stats", "proposals", "skipped_files", "external_changes", "stale"}

@@ -40,6 +40,8 @@ CASES = [
     (Rule("reject", max_age_days=40), facts(), facts(ages_days={"a.md": 3.0, "b.md": 41.0})),
     (Rule("reject", max_age_days=40), facts(), facts(ages_days={"a.md": 3.0})),  # b.md's age unknown
     (Rule("reject", max_changed_lines=10), facts(), facts(changed_lines=11)),
+    (Rule("reject", dangling=True), facts(dangling=2), facts()),
+    (Rule("reject", dangling=False), facts(), facts(dangling=1)),
 ]
 
 
@@ -78,6 +80,24 @@ def test_lossy_is_never_accepted_even_by_a_hand_built_policy():
 def test_pinned_notes_are_never_accepted():
     d = evaluate(Policy("p", (Rule("accept", lossy=False),)), facts(pinned=True))
     assert d.decision == "hold" and "pinned" in d.reason
+
+
+@pytest.mark.parametrize("holds", [("leaves 2 dangling references",), ("pushes 1 index entry past what the agent loads (200 lines)",)])
+def test_what_the_agent_would_read_wrong_is_never_accepted(holds):
+    """A proposal after which the agent would read the store wrong holds under an accept rule, naming why; a reject rule still rejects it."""
+    accept = Policy("p", (Rule("accept", lossy=False),))
+    d = evaluate(accept, facts(holds=holds, dangling=2))
+    assert d.decision == "hold" and holds[0] in d.reason
+    assert evaluate(Policy("p", (Rule("reject"),)), facts(holds=holds)).decision == "reject"
+    assert evaluate(accept, facts()).decision == "accept"  # the control: the same rule accepts without the fact
+
+
+def test_a_rule_accepting_dangling_references_is_a_violation():
+    """A rule that would accept proposals leaving dangling references breaks an invariant as written."""
+    from daemon.policies.engine import rule_violations
+
+    assert rule_violations(Rule("accept", lossy=False, dangling=True)) == ["a rule may not accept proposals that leave dangling references"]
+    assert rule_violations(Rule("accept", lossy=False, dangling=False)) == []
 
 
 def test_max_retire_holds_big_proposals():
