@@ -60,6 +60,10 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
     if draft.kind == MERGE and draft.survivor_data is not None:
         assert draft.survivor is not None
         after[draft.survivor] = draft.survivor_data
+    for path, data in draft.create:
+        if path in view.notes or path in view.other_files:
+            raise ValidationError(f"would create {path}, which exists already")
+        after[path] = data
 
     gone: set[str] = set()
     if draft.kind in RETIRING or draft.kind == RELOCATE:

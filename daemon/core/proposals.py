@@ -79,7 +79,8 @@ class Draft:
     - supersede: ``survivor`` is the newer note, ``retire`` the older ones.
     - soft-expire: ``retire`` the expired notes, ``reason`` why.
     - reindex: ``index_drop`` / ``index_add`` entries, ``index_compact`` to bring the index
-      within its agent's load limit; no note changes.
+      within its agent's load limit, ``create`` notes for index lines that are the only
+      record of what they name (a Cline task without its file); no existing note changes.
     - relink: ``relink`` maps what dangling references point at (a path, or a name as
       written) to the live note that replaced it, or to None to unlink them (words kept).
     - relocate: ``retire`` the notes, already marked retired, that move to the archive.
@@ -98,6 +99,7 @@ class Draft:
     index_drop: tuple[str, ...] = ()
     index_add: tuple[str, ...] = ()
     index_compact: bool = False
+    create: tuple[tuple[str, bytes], ...] = ()
     relink: tuple[tuple[str, str | None], ...] = ()
     lossy: bool = False
 

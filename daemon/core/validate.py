@@ -9,6 +9,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from daemon.core.index import task_id
 from daemon.core.proposals import MERGE, REINDEX, RELINK, RELOCATE, Change, Draft
 from daemon.core.view import StoreView
 
@@ -83,10 +84,13 @@ def _retire_live(draft: Draft, change: Change, view: StoreView) -> str | None:
 
 
 def _reindex_only_index(draft: Draft, change: Change, view: StoreView) -> str | None:
+    """A reindex changes the index, and may only create notes the index names as entries."""
     if draft.kind == REINDEX:
-        touched = set(change.written)
+        touched = set(change.written) - {path for path, _ in draft.create}
         if view.index is None or touched - {view.index.path}:
             return "a reindex may change the index only"
+    elif draft.create:
+        return f"only a reindex may create notes, not a {draft.kind}"
     return None
 
 
@@ -113,8 +117,19 @@ def _relocate_moves_only(draft: Draft, change: Change, view: StoreView) -> str |
 
 
 def _writes_in_scope(draft: Draft, change: Change, view: StoreView) -> str | None:
-    """New files may appear only in the archive folder."""
+    """New files may appear only in the archive folder, or as notes the agent lists and the
+    index names (a reindex's records)."""
+    created = {path for path, _ in draft.create}
     for path in change.written:
         if change.base.get(path) is None and not path.startswith(view.archive_dir + "/"):
-            return f"would create {path} outside the archive folder"
+            if path not in created:
+                return f"would create {path} outside the archive folder"
+            if not view.reader.sees(path) or (view.index is not None and path not in view.parsed_index.by_path and not _names_it(view, path)):
+                return f"would create {path}, which the agent would not list or the index does not name"
     return None
+
+
+def _names_it(view: StoreView, path: str) -> bool:
+    """Whether a dangling index entry names what ``path`` would be (Cline: its task id)."""
+    ident = task_id(path)
+    return ident is not None and any(p.rsplit("/", 1)[-1] == f"{ident}.md" for p in view.parsed_index.by_path)

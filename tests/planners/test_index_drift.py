@@ -31,7 +31,7 @@ def test_links_dangling_retired_and_unlisted():
         index=spec,
     )
     (draft,) = detect(store)
-    assert draft.kind == REINDEX and draft.confidence == 0.9 and draft.source == "detector:index-drift@1"
+    assert draft.kind == REINDEX and draft.confidence == 0.9 and draft.source == "detector:index-drift@2"
     assert draft.index_drop == ("gone.md", "old/also.md", "status.md")
     assert draft.index_add == ("deploy.md", "zeta.md")
     assert (
@@ -74,18 +74,20 @@ def test_cline_tasks_index():
         note("tasks/TASK003-cache.md", "# TASK003 - Add a cache\n"),
         note("progress.md", "# Progress\n"),
         note("notes/loose.md", "Not a task.\n"),
-        index=IndexSpec("tasks/_index.md", "cline-tasks"),
+        index=IndexSpec("tasks/_index.md", "cline-tasks", sections="status"),
         scope="tasks/*.md",
         protected=("progress.md",),
     )
-    (draft,) = detect(store)
-    assert draft.index_drop == ("tasks/TASK002-fix-login.md", "tasks/TASK009.md")
-    assert draft.index_add == ("tasks/TASK003-cache.md",)
-    assert draft.title.startswith("Reindex tasks/_index.md: drop 1 dangling entry")
-    assert {e.quote for e in draft.evidence if e.path == "tasks/_index.md"} == {
-        "- [TASK002] Fix login redirect",
-        "- [TASK009] Removed task",
-    }
+    draft, records = detect(store)
+    assert draft.index_drop == ("tasks/TASK002-fix-login.md",)  # TASK009's line is its only record: kept
+    assert draft.index_add == ()  # TASK003's file has no status line to choose its section by
+    assert "Not added: tasks/TASK003-cache.md, whose status cannot be read" in draft.rationale
+    assert {e.quote for e in draft.evidence if e.path == "tasks/_index.md"} == {"- [TASK002] Fix login redirect"}
+    assert records.title == "Give 1 task known only from tasks/_index.md a file: TASK009"
+    ((path, data),) = records.create
+    assert path == "tasks/TASK009-removed-task.md"
+    assert data.decode().startswith("# [TASK009] - Removed task\n\n**Status:** Completed\n")
+    assert not records.lossy and records.index_drop == () and records.index_add == ()
 
 
 def test_existing_non_note_file_is_not_dangling():

@@ -3,16 +3,34 @@
 Agents read the index (MEMORY.md, tasks/_index.md) first, so an entry pointing at a
 missing note wastes a lookup, an entry for a retired (superseded or expired) note revives
 stale knowledge, and an unlisted live note is never found. A note another draft of
-this pass retires is not added (its merge or expiry would take it out again). One reindex draft per pass
-fixes all three; it touches only the index. Confidence 0.9: the facts are certain, but a
-person may keep an entry on purpose.
+this pass retires is not added (its merge or expiry would take it out again). One reindex
+draft fixes all three; it touches only the index. New entries go into the section their
+note belongs to (a Cline task's status, a note's type) and are not cut mid-word; a Cline
+task whose status cannot be read is left unlisted rather than filed under a wrong one.
+
+An index line can be the only record of what it names: a Cline task line whose file is
+missing holds the task's name, status and note. Such lines are never dropped; a second
+draft writes each of those tasks a file from its line, so the entry resolves and nothing
+leaves what the agent reads. A MEMORY.md line whose note is missing is dropped, but when
+it says more than the link (a hook), dropping it takes words out of what the agent
+reads: that draft is lossy and says so.
 """
 
 from __future__ import annotations
 
-from daemon.core.proposals import REINDEX, Draft
+import re
+
+from daemon.core.index import BY_STATUS, CLINE_TASKS, STATUSES, task_status
+from daemon.core.notes import Note
+from daemon.core.proposals import REINDEX, Draft, Evidence
+from daemon.core.view import StoreView
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import first_body_line, quote
+
+_LINK = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)")
+_WORDS = re.compile(r"\w")
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
+_TASK_LINE = re.compile(r"^\s*[-*]\s*\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\]\s*(.*?)\s*$")
 
 
 def _count(n: int, one: str, many: str) -> str:
@@ -26,46 +44,117 @@ def _names(paths: list[str], limit: int = 5) -> str:
 
 class IndexDrift:
     name = "index-drift"
-    version = 1
+    version = 2  # 2: sections, record lines kept, lossy drops said so
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         view, index = ctx.view, ctx.view.index_note
-        if index is None:
+        if index is None or view.index is None:
             return []
         listed = view.listed()
         present = set(view.notes) | set(view.other_files) | {index.path}
-        dangling = sorted(p for p in listed if p not in present)
+        missing = sorted(p for p in listed if p not in present)
         retired = sorted(p for p in listed if p in view.notes and not view.notes[p].live)
-        unlisted = sorted(
-            n.path
-            for n in view.live_notes()
-            if view.should_list(n) and n.path not in listed and n.path not in ctx.retiring
-        )
-        if not (dangling or retired or unlisted):
-            return []
+        candidates = [n for n in view.live_notes() if view.should_list(n) and n.path not in listed and n.path not in ctx.retiring]
+        unplaced = [n.path for n in candidates if view.index.sections == BY_STATUS and task_status(n.body) is None]
+        unlisted = sorted(n.path for n in candidates if n.path not in unplaced)
+        records = missing if view.index.format == CLINE_TASKS else []
+        dangling = [p for p in missing if p not in records]
+        drafts = [self._reindex(view, index, listed, dangling, retired, unlisted, unplaced)] if dangling or retired or unlisted else []
+        if records:
+            drafts.append(self._records(view, index, listed, records))
+        return drafts
+
+    def _reindex(self, view: StoreView, index: Note, listed: dict[str, list[int]], dangling: list[str], retired: list[str], unlisted: list[str], unplaced: list[str]) -> Draft:  # noqa: PLR0913
+        lines = index.data.decode("utf-8", errors="replace").split("\n")
+        said = sorted({p for p in dangling for n in listed[p] if _says_more(lines[n - 1])})
         parts = [
             f"drop {_count(len(dangling), 'dangling entry', 'dangling entries')}" if dangling else "",
             f"drop {_count(len(retired), 'entry', 'entries')} for retired notes" if retired else "",
             f"add {_count(len(unlisted), 'unlisted note', 'unlisted notes')}" if unlisted else "",
         ]
         why = [
-            f"it lists {_names(dangling)}, which {'does' if len(dangling) == 1 else 'do'} not exist"
-            if dangling
-            else "",
+            f"it lists {_names(dangling)}, which {'does' if len(dangling) == 1 else 'do'} not exist" if dangling else "",
             f"it still lists retired {_names(retired)}" if retired else "",
             f"live {_names(unlisted)} {'is' if len(unlisted) == 1 else 'are'} not listed" if unlisted else "",
         ]
+        if said:
+            tail = (
+                f" The lines of {_names(said)} say more than a link, and those words are not in any live note: dropping them "
+                "takes them out of what the agent reads (they stay in the history), so this is lossy."
+            )
+        else:
+            tail = " Only the index changes, and no words leave what the agent reads but entries naming notes that are gone."
+        if unplaced:
+            tail += f" Not added: {_names(unplaced)}, whose status cannot be read to choose its section."
         evidence = [quote(index, line) for path in (*dangling, *retired) for line in listed[path]]
         evidence += [e for e in map(first_body_line, (view.notes[p] for p in unlisted)) if e]
-        return [
-            Draft(
-                kind=REINDEX,
-                source=source_of(self),
-                confidence=0.9,
-                title=f"Reindex {index.path}: {', '.join(p for p in parts if p)}",
-                rationale=f"{index.path} has drifted: {'; '.join(w for w in why if w)}. Only the index changes.",
-                evidence=tuple(dict.fromkeys(evidence)),
-                index_drop=tuple(sorted(dangling + retired)),
-                index_add=tuple(unlisted),
-            )
-        ]
+        return Draft(
+            kind=REINDEX,
+            source=source_of(self),
+            confidence=0.9,
+            title=f"Reindex {index.path}: {', '.join(p for p in parts if p)}",
+            rationale=f"{index.path} has drifted: {'; '.join(w for w in why if w)}.{tail}",
+            evidence=tuple(dict.fromkeys(evidence)),
+            index_drop=tuple(sorted(dangling + retired)),
+            index_add=tuple(unlisted),
+            lossy=bool(said),
+        )
+
+    def _records(self, view: StoreView, index: Note, listed: dict[str, list[int]], records: list[str]) -> Draft:
+        """Give each task that exists only as an index line a file written from that line."""
+        lines = index.data.decode("utf-8", errors="replace").split("\n")
+        create, evidence = [], []
+        for placeholder in records:
+            number = listed[placeholder][0]
+            section = _section_of(lines, number)
+            made = _task_file(placeholder, lines[number - 1], section, index.path)
+            if made is not None and made[0] not in view.notes:
+                create.append(made)
+                evidence.append(quote(index, number))
+        ids = [path.rsplit("/", 1)[-1].split("-", 1)[0] for path, _ in create]
+        return Draft(
+            kind=REINDEX,
+            source=source_of(self),
+            confidence=0.6,
+            title=f"Give {_count(len(create), 'task', 'tasks')} known only from {index.path} a file: {_names(ids)}",
+            rationale=(
+                f"{index.path} lists {_names(ids)}, but no task file has {'that id' if len(ids) == 1 else 'those ids'}: "
+                f"each line is the only record of its task, so dreamd keeps it and writes the task a file from it "
+                "(its name, status and note, nothing more), where the agent looks for the task's details. "
+                "Nothing is removed; check that the tasks are still wanted."
+            ),
+            evidence=tuple(evidence),
+            create=tuple(create),
+        )
+
+
+def _says_more(line: str) -> bool:
+    """Whether an index line has words beyond its links and list punctuation (a hook)."""
+    return bool(_WORDS.search(_LINK.sub("", line)))
+
+
+def _section_of(lines: list[str], number: int) -> str | None:
+    """The status named by the heading above line ``number`` (1-based), if it names one."""
+    for line in reversed(lines[: number - 1]):
+        match = _HEADING.match(line.strip())
+        if match:
+            heading = match.group(1).casefold()
+            return next((name for name, words in STATUSES.items() if any(w in heading for w in words)), None)
+    return None
+
+
+def _task_file(placeholder: str, line: str, status: str | None, index_path: str) -> tuple[str, bytes] | None:
+    """A task file for an index line whose task has none: ``tasks/TASKnnn-slug.md``."""
+    match = _TASK_LINE.match(line)
+    if match is None:
+        return None
+    ident, rest = match.group(1), match.group(2)
+    name, _, note = (part.strip() for part in rest.partition(" - "))
+    slug = "-".join(re.findall(r"[a-z0-9]+", name.casefold()))[:48].strip("-") or "task"
+    folder = placeholder.rsplit("/", 1)[0] if "/" in placeholder else ""
+    path = f"{folder}/{ident}-{slug}.md" if folder else f"{ident}-{slug}.md"
+    body = [f"# [{ident}] - {name or ident}", "", f"**Status:** {status or 'unknown'}", ""]
+    if note:
+        body += ["## Original Request", note, ""]
+    body += ["## Progress Log", f"- Written by dreamd from this line of {index_path}, the only record of the task: `{line.strip()}`", ""]
+    return path, "\n".join(body).encode("utf-8")
