@@ -17,7 +17,7 @@ from daemon.core.errors import ValidationError
 from daemon.core.hashing import hash_bytes
 from daemon.core.notes import EXPIRED, SUPERSEDED
 from daemon.core.proposals import MERGE, RELINK, RELOCATE, RETIRING, SOFT_EXPIRE, Change, Draft, ReadFacts, change_key
-from daemon.core.view import ARCHIVE, StoreView
+from daemon.core.view import ARCHIVE, DEFAULT_ARCHIVE_DIR, StoreView
 
 KEY_EPOCH = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
 
@@ -34,8 +34,11 @@ def retire_marks(draft: Draft, now: dt.datetime) -> dict[str, Any]:
 
 
 def archive_path(view: StoreView, path: str, taken: set[str]) -> str:
-    """Where a retired note goes in the archive; never overwrites an earlier one."""
-    candidate = posixpath.join(view.archive_dir, path)
+    """Where a retired note goes in the archive; never overwrites an earlier one. A note of
+    an old archive inside the notes folder keeps its place within the archive."""
+    legacy = f"{DEFAULT_ARCHIVE_DIR}/"
+    inner = path[len(legacy) :] if path.startswith(legacy) and view.archive_dir != DEFAULT_ARCHIVE_DIR else path
+    candidate = posixpath.join(view.archive_dir, inner)
     stem, ext = posixpath.splitext(candidate)
     n = 1
     while candidate in view.archived or candidate in taken or candidate in view.notes:
@@ -139,24 +142,14 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
 def _index_facts(spec: index.IndexSpec, view: StoreView, before: str, after: str, dropped: set[str], shortened: int) -> dict[str, Any]:
     if spec.limit is None:
         return {"hooks_shortened": shortened}
-    unloaded_before = _unloaded(spec, view, before)
-    unloaded_after = _unloaded(spec, view, after)
+    unloaded_before = index.unseen(spec, before, view.notes)
+    unloaded_after = index.unseen(spec, after, view.notes)
     loaded_before = {e.path for e in index.entries(spec, before, view.notes)} - unloaded_before
     pushed = sorted(p for p in loaded_before & unloaded_after if p not in dropped)
     return {
         "index_limit": spec.limit.describe(), "unloaded_before": len(unloaded_before),
         "unloaded_after": len(unloaded_after), "pushed_out": tuple(pushed), "hooks_shortened": shortened,
     }  # fmt: skip
-
-
-def _unloaded(spec: index.IndexSpec, view: StoreView, text: str) -> set[str]:
-    """Notes whose index entries all sit where the agent stops loading."""
-    assert spec.limit is not None
-    gone = spec.limit.unloaded_lines(text)
-    by_path: dict[str, list[int]] = {}
-    for entry in index.entries(spec, text, view.notes):
-        by_path.setdefault(entry.path, []).append(entry.line)
-    return {path for path, lines in by_path.items() if all(n in gone for n in lines)}
 
 
 def _survivor_entry(draft: Draft, view: StoreView, gone: set[str]) -> tuple[str, ...]:

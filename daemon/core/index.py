@@ -304,6 +304,17 @@ def _section_end(spec: IndexSpec, lines: list[str], section: str | None) -> int 
     return last + 1
 
 
+def unseen(spec: IndexSpec, text: str, notes: Iterable[str]) -> set[str]:
+    """Notes whose every entry in ``text`` sits where the agent stops loading the index."""
+    if spec.limit is None:
+        return set()
+    gone = spec.limit.unloaded_lines(text)
+    by_path: dict[str, list[int]] = {}
+    for entry in entries(spec, text, notes):
+        by_path.setdefault(entry.path, []).append(entry.line)
+    return {path for path, lines in by_path.items() if all(n in gone for n in lines)}
+
+
 COMPACT_WIDTHS = (120, 90, 60, 0)  # entry line lengths tried, in turn, to fit a load limit
 
 

@@ -11,7 +11,7 @@ import re
 
 from daemon.core.index import task_id
 from daemon.core.proposals import MERGE, REINDEX, RELINK, RELOCATE, Change, Draft
-from daemon.core.view import StoreView
+from daemon.core.view import DEFAULT_ARCHIVE_DIR, StoreView
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
@@ -73,8 +73,9 @@ def _protected_kept(draft: Draft, change: Change, view: StoreView) -> str | None
 def _retire_live(draft: Draft, change: Change, view: StoreView) -> str | None:
     for path in draft.retire:
         if draft.kind == RELOCATE:
-            if path in view.notes and view.notes[path].live:
-                return f"{path} is live; only a retired note may be relocated"
+            in_old_archive = path.startswith(f"{DEFAULT_ARCHIVE_DIR}/") and view.archive_dir != DEFAULT_ARCHIVE_DIR
+            if path in view.notes and view.notes[path].live and not in_old_archive:
+                return f"{path} is live; only a retired note, or one of an old archive, may be relocated"
             continue
         if path in view.notes and not view.notes[path].live:
             return f"{path} is already {view.notes[path].status}"

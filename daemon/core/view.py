@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from daemon.core.globs import matches
-from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed
+from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed, task_id
 from daemon.core.links import Names, Reference, find
 from daemon.core.notes import Note
 from daemon.core.reader import MARKDOWN, PLAIN, TASK_ID, ReaderModel
@@ -36,6 +36,7 @@ class StoreView:
     archive_dir: str = DEFAULT_ARCHIVE_DIR  # the store-path prefix of the archive root
     protected: tuple[str, ...] = ()
     reader: ReaderModel = PLAIN
+    archive_notes: dict[str, Note] = field(default_factory=dict)  # notes in the archive root, by store path
 
     def is_index(self, path: str) -> bool:
         return self.index is not None and path == self.index.path
@@ -122,9 +123,14 @@ class StoreView:
     def referrers(self, path: str) -> set[str]:
         """Live notes that refer to ``path``: by a reference, or by an index entry."""
         found = {ref.source for ref in self.incoming.get(path, ())}
-        if self.index and path in self.parsed_index.by_path and self.is_live(self.index.path):
+        if self.index and path in self.parsed_index.by_path and self.is_live(self.index.path) and not self._shared_task_id(path):
             found.add(self.index.path)
         return found
+
+    def _shared_task_id(self, path: str) -> bool:
+        """Whether a Cline index entry for ``path`` could as well mean another file (same task id)."""
+        ident = task_id(path) if self.index and self.index.format == CLINE_TASKS else None
+        return ident is not None and len(self.names.task(ident)) > 1
 
 
 def utc(value: dt.datetime) -> dt.datetime:

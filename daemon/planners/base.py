@@ -17,12 +17,15 @@ from daemon.core.errors import ValidationError
 from daemon.core.proposals import Draft
 from daemon.core.view import StoreView, utc
 from daemon.planners.context import Detector, DetectorSettings, PlanContext, source_of
+from daemon.planners.detectors.dangling import DanglingReferences
 from daemon.planners.detectors.declared import DeclaredSupersession
 from daemon.planners.detectors.exact import ExactDuplicates
 from daemon.planners.detectors.index_drift import IndexDrift
+from daemon.planners.detectors.index_limit import IndexLimit
 from daemon.planners.detectors.near import NearDuplicates
 from daemon.planners.detectors.tombstone import TombstonedValues
 from daemon.planners.detectors.ttl import TtlExpiry, due_of
+from daemon.planners.detectors.visible_retired import VisibleRetired
 from daemon.planners.survivor import can_retire
 
 __all__ = [
@@ -42,7 +45,10 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     TtlExpiry(),
     DeclaredSupersession(),
     IndexDrift(),
+    IndexLimit(),
     TombstonedValues(),
+    VisibleRetired(),
+    DanglingReferences(),
 )
 
 

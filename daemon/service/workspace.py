@@ -118,4 +118,5 @@ def make_view(scan: ScanResult, store: StoreConfig) -> StoreView:
         archive_dir=scan.roots.archive_prefix,
         protected=settings.protected,
         reader=settings.reader,
+        archive_notes={path: Note(path, entry.data, entry.hash, entry.mtime_ns) for path, entry in scan.archived.items() if path.endswith(".md")},
     )

@@ -175,7 +175,7 @@ def test_a_model_failure_is_one_store_line_and_the_rest_runs(cli, scripted):
     assert shop["proposals"] == 0 and shop["llm"]["calls"] == 1 and "503" in shop["llm"]["error"]
     assert out["llm"]["failed"] == ["cline-shop"]
     assert all(s["llm"]["error"] is None for s in out["stores"] if s["store"] != "cline-shop")
-    assert sum(s["proposals"] for s in out["stores"]) == 12  # the detectors' 11 elsewhere, and the model's merge
+    assert sum(s["proposals"] for s in out["stores"]) == 13  # the detectors' 12 elsewhere, and the model's merge
 
 
 def test_model_from_the_config_and_costs_summed(cli, scripted, tmp_path):
