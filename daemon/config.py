@@ -18,6 +18,7 @@ from daemon.core.errors import ConfigError
 from daemon.llm.base import ModelSettings
 from daemon.planners.context import DetectorSettings
 from daemon.schedules import Schedule, parse_schedule
+from daemon.stores.paths import archive_name
 from daemon.stores.presets import StoreSettings, resolve_settings
 
 _TOP_KEYS = {"db", "stores", "planner", "llm"}
@@ -111,6 +112,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         if store.name in stores:
             raise ConfigError(f"{where}: store {store.name!r} is defined twice")
         stores[store.name] = store
+    _check_disjoint(stores, where)
     db = raw.get("db")
     if db is not None and not isinstance(db, str):
         raise ConfigError(f"{where}: 'db' must be a database URL string")
@@ -149,6 +151,26 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
         raise ConfigError(f"{where}: store {entry['name']!r}: apply = \"accepted\" needs a policy")
     schedule = parse_schedule(entry, f"{where}: store {entry['name']!r}")
     return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude, policy=policy, apply=apply, schedule=schedule)
+
+
+def _check_disjoint(stores: dict[str, StoreConfig], where: str) -> None:
+    """Refuse two stores whose folders (notes root or archive root) are one or nest: each
+    store's scope is its own, and a folder is one store."""
+    folders = [(store.name, kind, path) for store in stores.values() for kind, path in _folders(store)]
+    for i, (name, kind, path) in enumerate(folders):
+        for other, other_kind, other_path in folders[i + 1 :]:
+            if other != name and (path == other_path or path in other_path.parents or other_path in path.parents):
+                raise ConfigError(
+                    f"{where}: stores {name!r} and {other!r} overlap: the {kind} {path} and the {other_kind} {other_path}",
+                    hint="one folder is one store: give each store a folder of its own",
+                )
+
+
+def _folders(store: StoreConfig) -> list[tuple[str, Path]]:
+    archive = store.settings.archive_root
+    name = archive_name(archive, store.root.name)
+    beside = store.root.parent / name if archive.startswith("../") else None
+    return [("notes folder", store.root)] + ([("archive root", beside)] if beside is not None else [])
 
 
 def _policy_path(value: Any, where: str, base: Path) -> Path | None:

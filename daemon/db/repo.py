@@ -42,6 +42,15 @@ def find_store(conn: Connection, name: str) -> Any:
     return conn.execute(select(t.stores).where(t.stores.c.name == name)).first()
 
 
+def find_store_at(conn: Connection, root: str) -> Any:
+    """The store registered for a folder (its resolved absolute path), if any."""
+    return conn.execute(select(t.stores).where(t.stores.c.root == root).order_by(t.stores.c.id)).first()
+
+
+def rename_store(conn: Connection, store_id: int, name: str) -> None:
+    conn.execute(update(t.stores).where(t.stores.c.id == store_id).values(name=name))
+
+
 def store_by_id(conn: Connection, store_id: int) -> Any:
     return conn.execute(select(t.stores).where(t.stores.c.id == store_id)).first()
 

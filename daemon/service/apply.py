@@ -28,7 +28,7 @@ from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
 from daemon.service.recovery import finish_journal, recover
 from daemon.service.review import locate, mark_stale
-from daemon.service.workspace import roots_of, store_config_for_id
+from daemon.service.workspace import roots_of, store_config_for_id, store_name as store_name_of
 from daemon.stores import files as store_files
 from daemon.stores.paths import StoreRoots
 from daemon.stores.scan import scan_store
@@ -53,6 +53,7 @@ def apply(app: App, ids: list[int] | None = None, store_name: str | None = None)
 
 def _accepted(app: App, store_name: str | None) -> list[tuple[int, int]]:
     """Accepted proposals, listed after recovery (a crashed apply is applied, not accepted)."""
+    store_name = store_name_of(app, store_name)
     with app.engine().connect() as conn:
         stores = [(row.id, store_config_for_id(app, conn, row.id)) for row in repo.all_stores(conn) if not store_name or row.name == store_name]
     found = []

@@ -30,7 +30,7 @@ from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.orphans import close_dead_passes
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
-from daemon.service.workspace import Observed, observe, roots_of
+from daemon.service.workspace import Observed, claim_store, observe, roots_of
 
 from daemon.stores.scan import Skipped
 
@@ -104,7 +104,7 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassRepo
     roots_of(store)  # a missing folder is the user's typo: record nothing for it
     engine = app.engine()
     with engine.begin() as conn:
-        store_id = repo.ensure_store(conn, store.name, str(store.root), store.preset, now)
+        store_id = claim_store(app, conn, store, now)
         pass_id = repo.start_pass(conn, store_id, app.surface, app.actor, now, runner=this_holder())
     try:
         with holding_store(app, store_id, store.name, ttl=PASS_LEASE_TTL, heartbeat=True):  # one pass per store at a time

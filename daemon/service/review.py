@@ -16,6 +16,7 @@ from daemon.core.errors import ProposalError
 from daemon.core.proposals import ACCEPTED, REJECTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service.context import App
+from daemon.service.workspace import store_name as store_name_of
 
 
 @dataclass(frozen=True)
@@ -90,6 +91,8 @@ def _view(store_name: str, row: Any, files: dict[str, tuple[str | None, str | No
 
 
 def list_proposals(app: App, store_name: str | None = None, states: list[str] | None = None) -> list[ProposalView]:
+    """Proposals of every store, or of the one ``store_name`` names (by name or by any path to it)."""
+    store_name = store_name_of(app, store_name)
     found: list[ProposalView] = []
     with app.engine().connect() as conn:
         for store in repo.all_stores(conn):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,29 +30,56 @@ def resolve_store(app: App, name: str | None = None, path: str | None = None, pr
 def _resolve(app: App, name: str | None, path: str | None, preset: str | None) -> StoreConfig:
     """The store a command means: ``--store PATH``, a configured name, or the only one.
 
-    A store first named by its path (``--store PATH``) is recorded under its absolute
-    path; later commands may name it by any path to it, and it keeps its preset.
+    A path means the same folder however it is written (relative, ``./``, a symlink, a
+    trailing slash): the configured store at that folder, else the store an earlier
+    command registered there (with its preset), else a new store under its absolute path.
+    A folder registered with another preset is refused: one folder, one store.
     """
     if path:
-        if preset is None:
-            known = known_store(app, str(Path(path).expanduser().resolve()))
-            if known:
-                return known
-        return adhoc_store(path, preset or "generic")
+        root = folder_of(path)
+        found = _configured_at(app, root) or _known(app, root=str(root))
+        if found is not None:
+            _same_preset(found, preset, path)
+            return found
+        return adhoc_store(root, preset or "generic")
     if name:
         if name in app.config.stores:
             return app.config.stores[name]
-        known = known_store(app, name) or known_store(app, str(Path(name).expanduser().resolve()))
-        if known:
-            return known
+        root = folder_of(name)
+        found = _configured_at(app, root) or _known(app, name=name) or _known(app, root=str(root))
+        if found is not None:
+            return found
         return app.config.store(name)  # raises the "no store named" error
     if len(app.config.stores) == 1:
         return next(iter(app.config.stores.values()))
     raise ConfigError("which store? name one, or give --store PATH --preset NAME")
 
 
-def known_store(app: App, name: str) -> StoreConfig | None:
-    """A store seen by an earlier pass (named by its path), with its preset's defaults.
+def folder_of(path: str | Path) -> Path:
+    """A folder's one absolute name, however the user wrote it (symlinks resolved)."""
+    return Path(path).expanduser().resolve()
+
+
+def store_name(app: App, given: str | None) -> str | None:
+    """The registered name of the store ``--store`` names, by its name or any path to it."""
+    return None if given is None else _resolve(app, given, None, None).name
+
+
+def _configured_at(app: App, root: Path) -> StoreConfig | None:
+    return next((s for s in app.config.stores.values() if s.root == root), None)
+
+
+def _same_preset(store: StoreConfig, preset: str | None, path: str) -> None:
+    if preset is not None and preset != store.preset:
+        raise ConfigError(
+            f"{path} is already the store {store.name!r}, with preset {store.preset!r}, not {preset!r}",
+            hint=f"leave out --preset, or use --preset {store.preset}; one folder is one store, with one layout",
+        )
+
+
+def _known(app: App, *, name: str | None = None, root: str | None = None) -> StoreConfig | None:
+    """A store an earlier command registered, by its name or its folder, with its preset's
+    defaults (a configured one with its config).
 
     Looked up read-only: naming a store must not create or touch the database (a dry
     run by name writes nothing, and a mistyped name creates no database).
@@ -61,10 +89,39 @@ def known_store(app: App, name: str) -> StoreConfig | None:
         return None
     try:
         with engine.connect() as conn:
-            row = repo.find_store(conn, name)
+            row = repo.find_store(conn, name) if name is not None else repo.find_store_at(conn, str(root))
     finally:
         engine.dispose()
-    return adhoc_store(row.root, row.preset) if row else None
+    if row is None:
+        return None
+    return app.config.stores.get(row.name) or adhoc_store(row.root, row.preset)
+
+
+def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime) -> int:
+    """The store's id, registering it on its first pass; one folder stays one store.
+
+    A configured store whose folder an earlier ``--store PATH`` registered (same preset)
+    takes that history over under its configured name. A folder registered under another
+    name, or with another preset, is refused with what to do.
+    """
+    root = str(store.root)
+    other = repo.find_store_at(conn, root)
+    if other is not None and other.name != store.name:
+        if other.preset == store.preset and other.name == other.root and repo.find_store(conn, store.name) is None:
+            repo.rename_store(conn, other.id, store.name)
+            repo.add_event(conn, other.id, "store.renamed", app.actor, app.surface, now, {"from": other.name, "to": store.name})
+        else:
+            raise ConfigError(
+                f"folder {root} is already the store {other.name!r} (preset {other.preset!r}); dreamd keeps one store per folder",
+                hint=f"name it {other.name!r} with preset {other.preset!r}, or give it a database of its own (--db)",
+            )
+    row = repo.find_store(conn, store.name)
+    if row is not None and row.preset != store.preset:
+        raise ConfigError(
+            f"store {store.name!r} was registered with preset {row.preset!r}, not {store.preset!r}; its proposals, index and archive follow that layout",
+            hint=f"keep preset {row.preset!r}, or give the store another name or a database of its own (--db)",
+        )
+    return repo.ensure_store(conn, store.name, root, store.preset, now)
 
 
 def all_stores(app: App) -> list[StoreConfig]:
