@@ -130,7 +130,7 @@ _RESOURCES = (
 _MODULES = ("billing", "catalog", "checkout", "fulfilment", "accounts", "pricing", "storefront", "ledger", "support", "search", "ops")
 _PARAMS = ("cursor", "page", "offset", "since", "after_id", "marker", "token")
 _VERBS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-GENERATED = 177  # reference notes, so that MEMORY.md is 198 lines
+GENERATED = 174  # reference notes, so that MEMORY.md is 198 lines
 
 
 def _reference_note(i: int) -> tuple[str, str, str]:
@@ -179,7 +179,7 @@ def claude_code() -> Folder:
         + "Errors come back as `{\"error\": {\"code\": ..., \"message\": ...}}` with a stable code per failure, documented in\n"
         "`docs/errors.md`. Codes are upper snake case, never reused, and a retired code keeps its row in the table with\n"
         "the release that retired it. Clients must not parse the message text, which support may reword at any time.\n"
-        "Rate limited calls answer 429 with the code RATE_LIMITED and a Retry-After header.\n",
+        "Rate limited calls answer 429 with RATE_LIMITED.\n",
         "project_sprint_status.md": _fm(name="sprint-status", description="where sprint 12 stands", expires="2025-02-15", metadata={"type": "project"})
         + "Sprint 12: checkout rewrite at 70%, coupon rules not started.\n",
         "project_release_plan.md": _fm(name="release-plan", description="release dates for Q1", updated_at="2024-12-01", metadata={"type": "project"})
@@ -196,7 +196,7 @@ def claude_code() -> Folder:
         + "No deploys during the last week of November and from December 20 to January 3.\n",
         "team/code_review.md": _fm(name="code-review", description="review rules of the team", metadata={"type": "feedback"}) + REVIEW,
         "team/code_review_old.md": _fm(name="code-review-old", description="review rules (older)", metadata={"type": "feedback"})
-        + REVIEW.replace("within one working day", "within two working days"),
+        + REVIEW.replace("within one working day", "within two working day"),
         # a team index of its own (Claude Code skips every file named MEMORY.md in recall)
         "team/MEMORY.md": "- [On call](oncall.md) — who is on call\n",
         # live notes that MEMORY.md does not list yet
@@ -277,7 +277,7 @@ def deepcode() -> Folder:
         "build.md": _fm(updated_at="2025-02-01") + BUILD,
         "build-copy.md": BUILD,
         "testing.md": _fm(updated_at="2025-02-05") + TESTING,
-        "testing-notes.md": TESTING.replace("retried once", "retried twice") + "The nightly job also runs the tests under the race detector.\n",
+        "testing-notes.md": TESTING + "The nightly job runs them under the race detector.\n",
         "release-plan-v1.md": _fm(updated_at="2024-12-01") + "# Release plan v1\n\nSpring release on March 3; code freeze February 24.\n",
         "release-plan-v2.md": _fm(updated_at="2025-02-10", supersedes="release-plan-v1.md")
         + "# Release plan v2\n\nSpring release on March 17; code freeze March 10. Earlier plan: [v1](release-plan-v1.md).\n",
@@ -395,7 +395,7 @@ def cline() -> Folder:
         "tasks/TASK013-audit-logging.md": _task("TASK013", "Audit logging", "Completed", "Admin actions are written to the audit table."),
         "api-notes.md": API,
         "docs/api-notes.md": API,
-        "tech-stack.md": TECH.replace("# Tech Context", "# Tech stack") + "Type checking runs with mypy in strict mode on every push.\n",
+        "tech-stack.md": TECH.replace("# Tech Context", "# Tech stack") + "Type checking runs with mypy.\n",
         "release-freeze.md": _fm(expires="2025-02-20") + "# Release freeze\n\nNo releases until the payment provider finishes its migration.\n",
         "deployment.md": _fm(updated_at="2024-12-01") + "# Deployment\n\nBuild the image locally and push it to the registry by hand.\n",
         "deployment-v2.md": _fm(updated_at="2025-02-03", supersedes="deployment.md")

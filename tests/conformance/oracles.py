@@ -22,6 +22,7 @@ the notes the agent sees say they are retired.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -78,8 +79,17 @@ class Ref:
     resolves: bool  # lands on a visible live note
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def frontmatter(data: bytes) -> dict:
-    """The YAML mapping between a leading ``---`` line and the next ``---`` line, else {}."""
+    """The YAML mapping between a leading ``---`` line and the next ``---`` line, else {}
+    (do not change the mapping returned: it is shared by every caller with the same bytes)."""
+    return _frontmatter(data)
+
+
+@functools.lru_cache(maxsize=4096)
+def _frontmatter(data: bytes) -> dict:
     text = data.decode("utf-8", errors="replace")
     lines = text.splitlines()
     if not lines or lines[0].strip() != "---":
@@ -87,7 +97,7 @@ def frontmatter(data: bytes) -> dict:
     for number, line in enumerate(lines[1:], 1):
         if line.strip() in ("---", "..."):
             try:
-                found = yaml.safe_load("\n".join(lines[1:number]))
+                found = yaml.load("\n".join(lines[1:number]), Loader=_LOADER)
             except yaml.YAMLError:
                 return {}
             return found if isinstance(found, dict) else {}

@@ -31,9 +31,11 @@ def test_a_job_for_a_store_removed_by_a_reload_does_nothing(tmp_path, example_st
 def test_each_store_is_one_coalescing_single_instance_job_on_its_schedule(tmp_path, example_store):
     from daemon.scheduler.runner import MISFIRE_GRACE_S
 
+    other = tmp_path / "other"
+    other.mkdir()
     stores = [
         {"name": "hourly", "path": str(example_store), "preset": "deepcode", "every": "1h"},
-        {"name": "sunday", "path": str(example_store), "preset": "deepcode", "cron": "0 3 * * 0"},
+        {"name": "sunday", "path": str(other), "preset": "deepcode", "cron": "0 3 * * 0"},
     ]
     config = write_config(tmp_path / "config.toml", f"sqlite:///{tmp_path / 'state.db'}", stores)
     scheduler = Daemon(RunOptions(config_path=config))._make_scheduler()

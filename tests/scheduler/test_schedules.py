@@ -114,8 +114,8 @@ def test_jitter_delays_within_its_bound():
 
 def test_the_config_carries_each_stores_schedule(tmp_path):
     raw = {"stores": [
-        {"name": "a", "path": str(tmp_path), "preset": "generic", "cron": "0 3 * * 0"},
-        {"name": "b", "path": str(tmp_path), "preset": "generic", "every": "2h", "jitter": "1m"},
+        {"name": "a", "path": str(tmp_path / "a"), "preset": "generic", "cron": "0 3 * * 0"},
+        {"name": "b", "path": str(tmp_path / "b"), "preset": "generic", "every": "2h", "jitter": "1m"},
     ]}  # fmt: skip
     config = parse_config(raw)
     assert config.stores["a"].schedule.cron == "0 3 * * 0"

@@ -1,0 +1,248 @@
+"""Drive the real service over a store and judge every apply and revert with an oracle.
+
+``Session`` runs passes, accepts, applies and reverts through ``daemon.service`` as the CLI
+does, and after each write reads the folder again as the agent would (``oracles``). What
+the agent reads must stay right (DESIGN.md invariant 8) and nothing outside the store's
+two roots may change (invariant 5); a revert must give back the exact bytes (invariant 4).
+Each check returns the problems it found as sentences, so a failing test says all of them.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from daemon.config import Config, StoreConfig
+from daemon.service.apply import apply, revert
+from daemon.service.passes import run_pass
+from daemon.service.review import decide, list_proposals
+
+from .oracles import Cline, IndexEntry, Loaded, Oracle, Ref, outside_roots, store_bytes
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A folder as the agent reads it at one moment."""
+
+    visible: frozenset[str]
+    live: frozenset[str]
+    retired_visible: frozenset[str]
+    archived_visible: frozenset[str]
+    entries: tuple[IndexEntry, ...]
+    loaded: Loaded
+    refs: tuple[Ref, ...]
+    index_text: str | None
+
+    @property
+    def dangling(self) -> frozenset[tuple[str, str, str]]:
+        """References from visible live notes that land on no visible live note."""
+        return frozenset((r.source, r.syntax, r.written) for r in self.refs if not r.resolves)
+
+    @property
+    def unresolved_entries(self) -> frozenset[str]:
+        return frozenset(e.key for e in self.entries if not e.resolves)
+
+    def resolving_from(self) -> Counter[str]:
+        return Counter(r.source for r in self.refs if r.resolves)
+
+
+def read(oracle: Oracle, root: Path) -> Reading:
+    index = root / oracle.index_path if oracle.index_path else None
+    return Reading(
+        visible=frozenset(oracle.visible_notes(root)),
+        live=frozenset(oracle.visible_live(root)),
+        retired_visible=frozenset(oracle.retired_visible(root)),
+        archived_visible=frozenset(oracle.archived_visible(root)),
+        entries=tuple(oracle.index_entries(root)),
+        loaded=oracle.loaded(root),
+        refs=tuple(oracle.references(root)),
+        index_text=index.read_text(encoding="utf-8") if index is not None and index.is_file() else None,
+    )
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The oracle's counts after one write: each should be 0."""
+
+    visible_retired: int = 0  # retired notes the agent lists that it did not list before
+    dangling_created: int = 0  # references that landed on a live note and no longer do
+    past_limit: int = 0  # index entries beyond what the agent loads
+
+    def __add__(self, other: Figures) -> Figures:
+        return Figures(self.visible_retired + other.visible_retired, self.dangling_created + other.dangling_created, self.past_limit + other.past_limit)
+
+
+def judge(oracle: Oracle, before: Reading, after: Reading, *, kind: str, allowed_unresolved: frozenset[str]) -> tuple[list[str], Figures]:
+    """What went wrong for the agent between two readings of the same store."""
+    problems: list[str] = []
+    new_retired = after.retired_visible - before.retired_visible
+    if new_retired:
+        problems.append(f"{oracle.agent} lists retired notes it did not list before: {sorted(new_retired)}")
+    if after.archived_visible:
+        problems.append(f"{oracle.agent} lists files of the archive root: {sorted(after.archived_visible)}")
+    if kind == "relocate" and not after.retired_visible < before.retired_visible:
+        problems.append(f"a relocate left every retired note in sight: {sorted(after.retired_visible)}")
+    unresolved = after.unresolved_entries - allowed_unresolved
+    if unresolved:
+        problems.append(f"index entries that do not resolve to a visible live note: {sorted(unresolved)}")
+    if isinstance(oracle, Cline):
+        wrong = {e.key for e in after.entries if not Cline.section_matches(e)} - {e.key for e in before.entries if not Cline.section_matches(e)}
+        if wrong:
+            problems.append(f"index entries in a section other than their task's **Status:**: {sorted(wrong)}")
+        if after.index_text is not None and "README" in after.index_text and "README" not in (before.index_text or ""):
+            problems.append("tasks/_index.md names tasks/README.md")
+    created = after.dangling - before.dangling
+    if created:
+        problems.append(f"references that no longer land on a visible live note: {sorted(created)}")
+    fewer = {s: (n, after.resolving_from()[s]) for s, n in before.resolving_from().items() if s in after.live and after.resolving_from()[s] < n}
+    if fewer:
+        problems.append(f"notes with fewer working references than before (before, after): {fewer}")
+    if before.loaded.within_limit and not after.loaded.within_limit:
+        problems.append(f"{oracle.index_path} is no longer within what {oracle.agent} loads; unseen: {sorted(after.loaded.unseen)}")
+    lost = {k for k in before.loaded.seen - after.loaded.seen if k in after.live}
+    if lost:
+        problems.append(f"entries of live notes the agent saw before and no longer sees: {sorted(lost)}")
+    figures = Figures(len(new_retired | after.archived_visible), len(created), len(after.loaded.unseen - before.loaded.unseen))
+    return problems, figures
+
+
+@dataclass
+class Step:
+    """One proposal taken through accept, apply and (in isolation) revert."""
+
+    id: int
+    kind: str
+    title: str
+    state: str  # what apply made of it
+    problems: list[str] = field(default_factory=list)
+    figures: Figures = field(default_factory=Figures)
+    reverted: bool = False
+
+    def said(self) -> list[str]:
+        return [f"#{self.id} {self.kind} ({self.title}): {p}" for p in self.problems]
+
+
+@dataclass
+class Session:
+    """One store driven through the service, with its agent's oracle watching."""
+
+    app: object
+    store: StoreConfig
+    clock: object
+    oracle: Oracle
+    allowed_unresolved: frozenset[str] = frozenset()
+    steps: list[Step] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.root = self.store.root
+        self.baseline = read(self.oracle, self.root)
+        self.outside = outside_roots(self.oracle, self.root)
+
+    # reading -------------------------------------------------------------------------
+
+    def reading(self) -> Reading:
+        return read(self.oracle, self.root)
+
+    def outside_problems(self) -> list[str]:
+        now = outside_roots(self.oracle, self.root)
+        if now == self.outside:
+            return []
+        changed = sorted(set(now.files) ^ set(self.outside.files) | {p for p in now.files if p in self.outside.files and now.files[p] != self.outside.files[p]})
+        dirs = sorted(now.dirs ^ self.outside.dirs)
+        return [f"files outside the store's roots changed: {changed}, folders: {dirs}"]
+
+    # driving -------------------------------------------------------------------------
+
+    def run_pass(self) -> None:
+        self.clock.advance(minutes=1)  # type: ignore[attr-defined]
+        run_pass(self.app, self.store)  # type: ignore[arg-type]
+
+    def pending(self) -> list:
+        return list_proposals(self.app, self.store.name, ["pending"])  # type: ignore[arg-type]
+
+    def take(self, proposal, *, then_revert: bool) -> Step:  # noqa: ANN001
+        """Accept and apply one proposal, judge it; with ``then_revert`` revert it and judge that."""
+        before, bytes_before = self.reading(), store_bytes(self.oracle, self.root)
+        decide(self.app, proposal.id, "accept")  # type: ignore[arg-type]
+        self.clock.advance(seconds=1)  # type: ignore[attr-defined]
+        (result,) = apply(self.app, [proposal.id])  # type: ignore[arg-type]
+        step = Step(proposal.id, proposal.kind, proposal.title, result.state)
+        if result.state != "applied":
+            return step
+        after = self.reading()
+        step.problems, step.figures = judge(self.oracle, before, after, kind=proposal.kind, allowed_unresolved=self.allowed_unresolved)
+        step.problems += self.outside_problems()
+        if then_revert:
+            self.clock.advance(seconds=1)  # type: ignore[attr-defined]
+            revert(self.app, proposal.id)  # type: ignore[arg-type]
+            step.reverted = True
+            back = self.reading()
+            if store_bytes(self.oracle, self.root) != bytes_before:
+                now = store_bytes(self.oracle, self.root)
+                differ = sorted(p for p in set(now) | set(bytes_before) if now.get(p) != bytes_before.get(p))
+                step.problems.append(f"revert did not restore the exact bytes of: {differ}")
+            if back != before:
+                step.problems.append("after the revert the agent reads the store differently than before the apply")
+            # a revert gives back the store as it was before the apply: judge it against that
+            problems, figures = judge(self.oracle, before, back, kind="revert", allowed_unresolved=self.allowed_unresolved)
+            step.problems += [f"after revert: {p}" for p in problems + self.outside_problems()]
+            step.figures = step.figures + figures
+        self.steps.append(step)
+        return step
+
+    def each_in_isolation(self, rounds: int = 6) -> list[Step]:
+        """Every proposal the store yields, one at a time: accept, apply, judge, revert, judge.
+
+        After a revert the store is as before, so the other proposals of the pass still
+        apply; one that went stale anyway comes back from a later pass and is taken then.
+        """
+        done: set[tuple[str, str]] = set()
+        for _ in range(rounds):
+            self.run_pass()
+            todo = [p for p in self.pending() if (p.kind, p.title) not in done]
+            if not todo:
+                break
+            for proposal in todo:
+                step = self.take(proposal, then_revert=True)
+                if step.state == "applied":
+                    done.add((proposal.kind, proposal.title))
+        return [s for s in self.steps if s.reverted]
+
+    def everything(self, rounds: int = 10) -> list[Step]:
+        """Accept and apply every proposal, pass after pass, until a pass proposes nothing."""
+        first = len(self.steps)
+        for _ in range(rounds):
+            self.run_pass()
+            todo = self.pending()
+            if not todo:
+                return self.steps[first:]
+            for proposal in todo:
+                self.take(proposal, then_revert=False)
+        raise AssertionError(f"passes kept proposing after {rounds} rounds")
+
+
+def kinds(steps: list[Step]) -> Counter[str]:
+    return Counter(s.kind for s in steps if s.state == "applied")
+
+
+def problems(steps: list[Step]) -> list[str]:
+    return [line for s in steps for line in s.said()]
+
+
+def total(steps: list[Step]) -> Figures:
+    found = Figures()
+    for s in steps:
+        found = found + s.figures
+    return found
+
+
+def config_of(name: str, root: Path, preset: str, settings: dict | None = None) -> Config:
+    """A config with one store, parsed as a config file's [[stores]] entry would be."""
+    from daemon.config import parse_config
+
+    entry = {"name": name, "path": str(root), "preset": preset}
+    if settings:
+        entry["settings"] = settings
+    return parse_config({"stores": [entry]})
+
