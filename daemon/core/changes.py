@@ -127,12 +127,12 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
     widths = index.COMPACT_WIDTHS if draft.index_compact else ()
     for width in (None, *widths):
         trial, cut = index.compact(spec, base, view.notes, width) if width is not None else (base, 0)
-        for hooks in (True, False):
-            edited = index.add(spec, trial, adds, hooks=hooks)
-            if limit is None or limit.fits(edited) or not adds:
-                break
-        shortened = cut + (0 if hooks else len(adds))
+        edited, shortened = index.add(spec, trial, adds), cut
         if limit is None or limit.fits(edited):
+            break
+        bare = index.add(spec, trial, adds, hooks=False)  # new entries without their hooks: nothing lost
+        if adds and limit.fits(bare):
+            edited = bare
             break
     if edited == before:
         return None, {}

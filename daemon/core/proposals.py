@@ -144,7 +144,7 @@ class ReadFacts:
     unloaded_before: int = 0  # index entries the agent does not load, before the change
     unloaded_after: int = 0  # and after it
     pushed_out: tuple[str, ...] = ()  # notes whose entry the agent loaded before and not after
-    hooks_shortened: int = 0  # index entries whose hook was shortened to fit the limit
+    hooks_shortened: int = 0  # existing index entries whose hook was shortened to fit the limit
 
     @property
     def holds(self) -> tuple[str, ...]:

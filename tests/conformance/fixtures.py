@@ -130,7 +130,7 @@ _RESOURCES = (
 _MODULES = ("billing", "catalog", "checkout", "fulfilment", "accounts", "pricing", "storefront", "ledger", "support", "search", "ops")
 _PARAMS = ("cursor", "page", "offset", "since", "after_id", "marker", "token")
 _VERBS = ("GET", "POST", "PUT", "PATCH", "DELETE")
-GENERATED = 174  # reference notes, so that MEMORY.md is 198 lines
+GENERATED = 173  # reference notes, so that MEMORY.md is 198 lines
 
 
 def _reference_note(i: int) -> tuple[str, str, str]:
@@ -188,6 +188,8 @@ def claude_code() -> Folder:
         + "Q1 releases: January 15 and March 12 (moved for the payment provider's freeze).\n",
         "reference_ci.md": _fm(name="ci", description="where CI runs and how to rerun it", metadata={"type": "reference"})
         + "CI runs on GitHub Actions; `gh run rerun --failed` retries the failed jobs. History: [[legacy-ci]].\n",
+        "user_onboarding.md": _fm(name="onboarding", description="what the user asked for on day one", type="user")
+        + "Wants short answers and diffs, not whole files. The old roadmap is [[old-roadmap]]; the glossary was [[glossary]].\n",
         "project_legacy_ci.md": _fm(name="legacy-ci", description="the Jenkins setup", status="superseded", superseded_by="reference_ci.md", metadata={"type": "project"})
         + "CI ran on a Jenkins box under the desk; jobs were shell scripts.\n",
         "team/oncall.md": _fm(name="oncall", description="who is on call and how to page", metadata={"type": "reference"})
@@ -208,7 +210,7 @@ def claude_code() -> Folder:
         + "Commit subjects are imperative and under 72 characters; the body says why.\n",
     }
     listed = {
-        "user": ["- [User role](user_role.md) — leads the payments team"],
+        "user": ["- [User role](user_role.md) — leads the payments team", "- [Onboarding](user_onboarding.md) — day one requests"],
         "feedback": ["- [Testing feedback](feedback_testing.md) — run the focused tests first", "- [Code review](team/code_review.md) — team review rules"],
         "project": [
             "- [Deploy steps](deploy_steps.md) — how a release is promoted",
@@ -227,7 +229,12 @@ def claude_code() -> Folder:
     for number, (section, entries) in enumerate(listed.items()):
         lines += ([""] if number else []) + [f"## {section.title()}", ""] + entries
     notes["MEMORY.md"] = "\n".join(lines) + "\n"
-    around = {"0b7e2c1a-5f7d-4c1e-9a55-3f7b1d2e4c6a.jsonl": '{"type":"user","message":"hello"}\n'}
+    around = {
+        "0b7e2c1a-5f7d-4c1e-9a55-3f7b1d2e4c6a.jsonl": '{"type":"user","message":"hello"}\n',
+        # a note an earlier dreamd run archived beside the memory folder
+        "memory.dreamd-archive/project_old_roadmap.md": _fm(name="old-roadmap", description="the 2024 roadmap", status="superseded", superseded_by="project_release_plan_v2.md", valid_to="2025-01-02")
+        + "2024 roadmap: one release a quarter.\n",
+    }
     return Folder("home/.claude/projects/-srv-shop/memory", notes, around)
 
 
@@ -369,7 +376,8 @@ def cline() -> Folder:
     """``memory-bank/`` with the six core files, a sectioned ``tasks/_index.md`` and task files."""
     notes = {
         "projectbrief.md": "# Project Brief\n\nA small storefront: product catalogue, cart and checkout, for one shop.\n",
-        "productContext.md": "# Product Context\n\nThe shop sells printed maps; most orders come from returning customers on mobile.\n",
+        "productContext.md": "# Product Context\n\nThe shop sells printed maps; most orders come from returning customers on mobile.\n"
+        "Tone of voice: see the [style guide](style-guide.md). Where it is hosted: [hosting](hosting.md).\n",
         "activeContext.md": "# Active Context\n\nCurrent focus: [TASK003] rate limiting, then [TASK007] CSV exports.\n"
         "Deploys follow the [deployment notes](deployment.md); the old runbook is [here](old-runbook.md).\n",
         "systemPatterns.md": "# System Patterns\n\nRepositories wrap SQLAlchemy sessions; see the [API notes](api-notes.md) and [TASK012].\n",
@@ -404,6 +412,9 @@ def cline() -> Folder:
         + "# Old runbook\n\nRestart the VM from the hosting panel when the API stops answering.\n",
         # hidden folders are not listed by Cline's recursive list_files
         ".scratch/ideas.md": "# Ideas\n\nMaybe a dark theme.\n",
+        # a note an earlier dreamd run archived
+        ".dreamd-archive/hosting.md": _fm(status="superseded", superseded_by="techContext.md", valid_to="2025-01-15")
+        + "# Hosting\n\nA single VM at a small hosting company.\n",
     }
     around = {
         ".clinerules/memory-bank.md": "# Memory bank\n\nI MUST read ALL memory bank files at the start of EVERY task.\n",

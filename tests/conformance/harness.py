@@ -18,7 +18,7 @@ from daemon.service.apply import apply, revert
 from daemon.service.passes import run_pass
 from daemon.service.review import decide, list_proposals
 
-from .oracles import Cline, IndexEntry, Loaded, Oracle, Ref, outside_roots, store_bytes
+from .oracles import Cline, IndexEntry, Loaded, Oracle, Ref, outside_roots, pinned, store_bytes
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,11 @@ class Reading:
 
 def read(oracle: Oracle, root: Path) -> Reading:
     index = root / oracle.index_path if oracle.index_path else None
+    with pinned(root):
+        return _reading(oracle, root, index)
+
+
+def _reading(oracle: Oracle, root: Path, index: Path | None) -> Reading:
     return Reading(
         visible=frozenset(oracle.visible_notes(root)),
         live=frozenset(oracle.visible_live(root)),
@@ -161,6 +166,10 @@ class Session:
     def pending(self) -> list:
         return list_proposals(self.app, self.store.name, ["pending"])  # type: ignore[arg-type]
 
+    def pending_after_pass(self) -> list:
+        self.run_pass()
+        return self.pending()
+
     def take(self, proposal, *, then_revert: bool) -> Step:  # noqa: ANN001
         """Accept and apply one proposal, judge it; with ``then_revert`` revert it and judge that."""
         before, bytes_before = self.reading(), store_bytes(self.oracle, self.root)
@@ -191,23 +200,20 @@ class Session:
         self.steps.append(step)
         return step
 
-    def each_in_isolation(self, rounds: int = 6) -> list[Step]:
-        """Every proposal the store yields, one at a time: accept, apply, judge, revert, judge.
-
-        After a revert the store is as before, so the other proposals of the pass still
-        apply; one that went stale anyway comes back from a later pass and is taken then.
-        """
-        done: set[tuple[str, str]] = set()
+    def isolate(self, kind: str, rounds: int = 3) -> list[Step]:
+        """Every proposal of ``kind`` the store yields now, one at a time: accept, apply,
+        judge, revert, judge. After a revert the store is as before, so the pass's other
+        proposals still apply; one that went stale anyway comes back from the next pass."""
+        done: set[str] = set()
         for _ in range(rounds):
             self.run_pass()
-            todo = [p for p in self.pending() if (p.kind, p.title) not in done]
+            todo = [p for p in self.pending() if p.kind == kind and p.title not in done]
             if not todo:
                 break
             for proposal in todo:
-                step = self.take(proposal, then_revert=True)
-                if step.state == "applied":
-                    done.add((proposal.kind, proposal.title))
-        return [s for s in self.steps if s.reverted]
+                if self.take(proposal, then_revert=True).state == "applied":
+                    done.add(proposal.title)
+        return [s for s in self.steps if s.kind == kind and s.reverted]
 
     def everything(self, rounds: int = 10) -> list[Step]:
         """Accept and apply every proposal, pass after pass, until a pass proposes nothing."""
@@ -246,3 +252,9 @@ def config_of(name: str, root: Path, preset: str, settings: dict | None = None) 
         entry["settings"] = settings
     return parse_config({"stores": [entry]})
 
+
+
+def assert_right(steps: list[Step]) -> None:
+    """Fail with every problem of every step, one a line."""
+    found = problems(steps)
+    assert not found, "what the agent reads went wrong:\n" + "\n".join(found)

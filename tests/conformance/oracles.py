@@ -22,12 +22,13 @@ the notes the agent sees say they are retired.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import posixpath
 import re
 import stat
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote
@@ -120,23 +121,64 @@ def is_live(data: bytes) -> bool:
     return frontmatter(data).get("status") not in RETIRED_STATUSES
 
 
-def _read(root: Path, rel: str) -> bytes | None:
-    path = root / rel
+_PINNED: dict[str, dict[str, object]] = {}
+
+
+@contextlib.contextmanager
+def pinned(root: Path) -> Iterator[None]:
+    """Within this block ``root`` is read once and its answers kept: one reading of a store
+    that does not change meanwhile (outside such a block every question reads the disk)."""
+    _PINNED[str(root)] = {}
     try:
-        return path.read_bytes() if path.is_file() else None
+        yield
+    finally:
+        del _PINNED[str(root)]
+
+
+def _memo(method):  # noqa: ANN001, ANN202
+    """Keep an oracle method's answer for the pinned reading of its root."""
+
+    @functools.wraps(method)
+    def cached(self, root: Path):  # noqa: ANN001, ANN202
+        memo = _PINNED.get(str(root))
+        if memo is None:
+            return method(self, root)
+        key = f"\0{type(self).__name__}.{method.__name__}"
+        if key not in memo:
+            memo[key] = method(self, root)
+        return memo[key]
+
+    return cached
+
+
+def _read(root: Path, rel: str) -> bytes | None:
+    """The bytes of a regular file of the store (None: absent or unreadable)."""
+    memo = _PINNED.get(str(root))
+    if memo is not None and rel in memo:
+        return memo[rel]  # type: ignore[return-value]
+    path = os.path.join(root, rel)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read() if os.path.isfile(path) else None
     except OSError:
-        return None
+        data = None
+    if memo is not None:
+        memo[rel] = data
+    return data
 
 
-def _walk_files(root: Path, *, skip_dot_dirs: bool) -> Iterable[str]:
+def _walk_files(root: Path, *, skip_dot_dirs: bool) -> list[str]:
     """Every regular file below ``root`` as a relative POSIX path (``os.walk``, top-down)."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    found = []
+    top = str(root)
+    for dirpath, dirnames, filenames in os.walk(top):
         if skip_dot_dirs:
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        rel = os.path.relpath(dirpath, top).replace(os.sep, "/")
         for name in filenames:
-            path = Path(dirpath) / name
-            if path.is_file():
-                yield path.relative_to(root).as_posix()
+            if os.path.isfile(os.path.join(dirpath, name)):
+                found.append(name if rel == "." else f"{rel}/{name}")
+    return found
 
 
 _MD_LINK = re.compile(r"\[(?P<label>[^\]\n]*)\]\(\s*<?(?P<target>[^)\s>]+?\.md)(?:#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -182,6 +224,7 @@ class Oracle:
 
     # derived -----------------------------------------------------------------------
 
+    @_memo
     def visible_live(self, root: Path) -> set[str]:
         return {p for p in self.visible_notes(root) if p != self.index_path and is_live(_read(root, p) or b"")}
 
@@ -232,6 +275,7 @@ class Serena(Oracle):
     def name_of(path: str) -> str:
         return path[: -len(".md")]
 
+    @_memo
     def visible_notes(self, root: Path) -> set[str]:
         found = set()
         for path in _walk_files(root, skip_dot_dirs=False):
@@ -287,6 +331,7 @@ class ClaudeCode(Oracle):
     def archive_root(self, root: Path) -> Path:
         return root.parent / f"{root.name}.dreamd-archive"
 
+    @_memo
     def visible_notes(self, root: Path) -> set[str]:
         return {p for p in _walk_files(root, skip_dot_dirs=False) if p.endswith(".md") and posixpath.basename(p) != "MEMORY.md"}
 
@@ -367,6 +412,7 @@ class DeepCode(Oracle):
     def archive_root(self, root: Path) -> Path:
         return root / ARCHIVE_DIR
 
+    @_memo
     def visible_notes(self, root: Path) -> set[str]:
         return {p.name for p in root.iterdir() if p.is_file()}
 
@@ -437,6 +483,7 @@ class Cline(Oracle):
     def archive_root(self, root: Path) -> Path:
         return root / ARCHIVE_DIR
 
+    @_memo
     def visible_notes(self, root: Path) -> set[str]:
         return {p for p in _walk_files(root, skip_dot_dirs=True) if p.endswith(".md")}
 

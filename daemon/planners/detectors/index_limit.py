@@ -30,12 +30,12 @@ class IndexLimit:
         text = note.data.decode("utf-8", errors="replace")
         if spec.limit.fits(text):
             return []
-        unseen = unseen(spec, text, view.notes)
+        hidden = unseen(spec, text, view.notes)
         tightest, _ = compact(spec, text, view.notes, COMPACT_WIDTHS[-1])
-        if len(unseen(spec, tightest, view.notes)) >= len(unseen):
+        if len(unseen(spec, tightest, view.notes)) >= len(hidden):
             return []  # shortening cannot bring back a single entry
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-        first_cut = min((e.line for e in entries(spec, text, view.notes) if e.path in unseen), default=lines)
+        first_cut = min((e.line for e in entries(spec, text, view.notes) if e.path in hidden), default=lines)
         return [
             Draft(
                 kind=REINDEX,
@@ -44,7 +44,7 @@ class IndexLimit:
                 title=f"Bring {spec.path} within what {view.reader.agent} loads ({spec.limit.describe()})",
                 rationale=(
                     f"{spec.path} is {lines} lines and {len(text):,} characters, and {view.reader.agent} loads only the first "
-                    f"{spec.limit.describe()}: {len(unseen)} entr{'y' if len(unseen) == 1 else 'ies'} ({_names(sorted(unseen))}) "
+                    f"{spec.limit.describe()}: {len(hidden)} entr{'y' if len(hidden) == 1 else 'ies'} ({_names(sorted(hidden))}) "
                     "never reach the agent. This shortens the longest entry lines after their link, at a word boundary, "
                     "and collapses runs of blank lines, until the index fits; no entry is removed, and the shortened words "
                     "stay in the notes and in the history. 'show' says how many entries remain unseen after it."
