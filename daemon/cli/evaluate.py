@@ -29,8 +29,9 @@ at all: what the candidate selection let the model see (a case never sent, no mo
 
 A score is ``{kinds: {merge|supersede|soft-expire|retire|reindex: {tp, fp, fn, precision, recall}},
 refused, lossy, destructive: [{kind, title, notes}], false_positives: [{kind, notes}],
-missed: [{kind, notes}]}``; precision and recall are null when undefined (nothing proposed or
-nothing expected). Scoring rules: daemon/service/evaluate.py.
+missed: [{kind, notes}], survivor: {agree, labeled}, other_survivor: [{notes, kept, labeled}]}``;
+precision and recall are null when undefined (nothing proposed or nothing expected).
+Scoring rules: daemon/service/evaluate.py.
 """
 
 from __future__ import annotations
@@ -91,11 +92,12 @@ def _pr(c: Any) -> str:
 
 def _labeled_text(report: Any) -> list[str]:
     width = max([len(s.name) for s in report.stores] + [7]) + 2
-    head = f"{'store':<{width}}{'preset':<13}" + "".join(f"{k:<13}" for k in KINDS) + "refused  lossy  destructive"
-    lines = ["precision/recall per kind ('-': nothing proposed / nothing expected)", head]
+    head = f"{'store':<{width}}{'preset':<13}" + "".join(f"{k:<13}" for k in KINDS) + "survivor  refused  lossy  destructive"
+    lines = ["precision/recall per kind ('-': nothing proposed / nothing expected); survivor: merges that kept the note people kept", head]
     for name, preset, score in [(s.name, s.preset, s.score) for s in report.stores] + [("overall", "", report.overall)]:
         cells = "".join(f"{_pr(score.kinds[k]):<13}" for k in KINDS)
-        lines.append(f"{name:<{width}}{preset:<13}{cells}{score.refused:<9}{score.lossy:<7}{len(score.destructive)}")
+        kept = f"{score.survivor.agree}/{score.survivor.labeled}" if score.survivor.labeled else "-"
+        lines.append(f"{name:<{width}}{preset:<13}{cells}{kept:<10}{score.refused:<9}{score.lossy:<7}{len(score.destructive)}")
     overall = report.overall
     lines += ["", "overall counts:"]
     lines += [f"  {k:<12} tp {c.tp:<3} fp {c.fp:<3} fn {c.fn:<3} precision {_pr(c).split('/')[0]:<5} recall {_pr(c).split('/')[1]}" for k, c in overall.kinds.items()]
@@ -104,6 +106,7 @@ def _labeled_text(report: Any) -> list[str]:
         wrong = [("false positive", x) for x in store.score.false_positives] + [("missed", x) for x in store.score.missed]
         wrong += [("DESTRUCTIVE", {"kind": d["kind"], "notes": d["notes"]}) for d in store.score.destructive]
         lines += [f"  {store.name}: {what} {x['kind']}: {', '.join(x['notes'])}" for what, x in wrong]
+        lines += [f"  {store.name}: merge kept {x['kept']}, people kept {x['labeled']}" for x in store.score.other_survivor]
     lines.append(f"destructive false positives: {len(overall.destructive)}")
     return lines
 

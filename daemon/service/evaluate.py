@@ -2,8 +2,9 @@
 
 A labeled corpus holds, for each store folder ``<name>/``, a ``<name>.labels.toml`` beside it
 (never inside: labels are not a note) with ``preset``, optional ``now`` (the pass's clock),
-``description`` and ``reindex`` (bool), ``keep = [notes]``, ``[[merge]] notes = [...]`` and
-``[[retire]] note = "..." kind = "supersede" | "soft-expire"``; see examples/eval/README.md.
+``description`` and ``reindex`` (bool), ``keep = [notes]``, ``[[merge]] notes = [...]`` (with
+an optional ``survivor``, the note people kept) and ``[[retire]] note = "..." kind = "supersede"
+| "soft-expire"``; see examples/eval/README.md.
 
 Scoring (``score``); refused proposals are never predictions, they are counted apart:
 
@@ -14,6 +15,8 @@ Scoring (``score``); refused proposals are never predictions, they are counted a
   positive; an unlabeled retirement, or one of the other kind, a false positive (and the label a
   miss). ``retire`` sums the two kinds.
 - reindex (only when labeled): one unit per store, proposed vs expected.
+- survivor: of the matched merge groups that name a ``survivor``, how many kept that note
+  (``other_survivor`` lists the others).
 - lossy: merges marked lossy. destructive: proposals that would retire a ``keep`` note (for a
   merge, one it retires; a keep note may be the survivor).
 - a proposal in state ``duplicate`` (the same change proposed twice in one pass, e.g. by a

@@ -21,7 +21,7 @@ from daemon.stores.presets import PRESETS, get_preset
 RETIRE = "retire"
 SCORED = (MERGE, SUPERSEDE, SOFT_EXPIRE, RETIRE, REINDEX)
 SUFFIX = ".labels.toml"
-_KEYS = {"": {"preset", "now", "description", "reindex", "keep", "merge", "retire"}, "merge": {"notes", "why"}, "retire": {"note", "kind", "why"}}
+_KEYS = {"": {"preset", "now", "description", "reindex", "keep", "merge", "retire"}, "merge": {"notes", "survivor", "why"}, "retire": {"note", "kind", "why"}}
 
 
 class PlannedLike(Protocol):
@@ -58,6 +58,7 @@ class Labels:
     keep: frozenset[str]
     reindex: bool | None = None
     description: str = ""
+    survivors: dict[frozenset[str], str] = field(default_factory=dict)  # merge group -> the note people kept
 
 
 def _check(ok: bool, where: str, message: str) -> None:
@@ -105,12 +106,18 @@ def load_labels(path: str | Path) -> Labels:
     _check(_paths(raw.get("keep", [])), where, "'keep' must be a list of note paths")
     keep = frozenset(raw.get("keep", []))
     merges: list[frozenset[str]] = []
+    survivors: dict[frozenset[str], str] = {}
     for n, entry in enumerate(_tables(where, raw, "merge"), 1):
         notes = entry.get("notes")
         _check(_paths(notes) and len(set(notes)) > 1, where, f"merge {n}: 'notes' must list 2 or more distinct note paths")
         _check(not any(set(notes) & g for g in merges), where, f"merge {n} shares a note with another group")
         _check(len(keep & set(notes)) < 2, where, f"merge {n} holds 2 'keep' notes: no merge could keep both")
+        kept = entry.get("survivor")
+        _check(kept is None or kept in notes, where, f"merge {n}: 'survivor' must be one of its notes")
+        _check(kept is None or not (keep & set(notes)) or kept in keep, where, f"merge {n}: its 'keep' note must be the survivor")
         merges.append(frozenset(notes))
+        if kept is not None:
+            survivors[frozenset(notes)] = kept
     grouped = frozenset().union(*merges)
     retire: dict[str, str] = {}
     for n, entry in enumerate(_tables(where, raw, "retire"), 1):
@@ -122,7 +129,7 @@ def load_labels(path: str | Path) -> Labels:
     for note in sorted(keep | grouped | set(retire)):
         plain = not {"", ".", ".."} & set(note.split("/")) and not (root / note).is_symlink()  # as the scan names notes
         _check(plain and (root / note).resolve().is_relative_to(root) and (root / note).is_file(), where, f"names {note!r}, which is not a file of {store.name}/")
-    return Labels(store.name, store, raw["preset"], now, tuple(merges), retire, keep, raw.get("reindex"), str(raw.get("description", "")))
+    return Labels(store.name, store, raw["preset"], now, tuple(merges), retire, keep, raw.get("reindex"), str(raw.get("description", "")), survivors)
 
 
 @dataclass(frozen=True)
@@ -170,6 +177,20 @@ class Counts:
 
 
 @dataclass
+class Agreement:
+    """Of the labeled merges a planner found, in how many it kept the note people kept."""
+
+    agree: int = 0
+    labeled: int = 0
+
+    def __add__(self, other: Agreement) -> Agreement:
+        return Agreement(self.agree + other.agree, self.labeled + other.labeled)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"agree": self.agree, "labeled": self.labeled}
+
+
+@dataclass
 class Score:
     kinds: dict[str, Counts] = field(default_factory=lambda: {k: Counts() for k in SCORED})
     refused: int = 0
@@ -177,14 +198,18 @@ class Score:
     destructive: list[dict[str, Any]] = field(default_factory=list)  # {kind, title, notes: the keep notes it retires}
     false_positives: list[dict[str, Any]] = field(default_factory=list)  # {kind, notes}
     missed: list[dict[str, Any]] = field(default_factory=list)  # {kind, notes}
+    survivor: Agreement = field(default_factory=Agreement)
+    other_survivor: list[dict[str, Any]] = field(default_factory=list)  # {notes, kept, labeled}
 
     def __add__(self, other: Score) -> Score:
         return Score({k: self.kinds[k] + other.kinds[k] for k in SCORED}, self.refused + other.refused, self.lossy + other.lossy,
-                     self.destructive + other.destructive, self.false_positives + other.false_positives, self.missed + other.missed)  # fmt: skip
+                     self.destructive + other.destructive, self.false_positives + other.false_positives, self.missed + other.missed,
+                     self.survivor + other.survivor, self.other_survivor + other.other_survivor)  # fmt: skip
 
     def as_dict(self) -> dict[str, Any]:
         return {"kinds": {k: c.as_dict() for k, c in self.kinds.items()}, "refused": self.refused, "lossy": self.lossy,
-                "destructive": self.destructive, "false_positives": self.false_positives, "missed": self.missed}  # fmt: skip
+                "destructive": self.destructive, "false_positives": self.false_positives, "missed": self.missed,
+                "survivor": self.survivor.as_dict(), "other_survivor": self.other_survivor}  # fmt: skip
 
 
 def score(labels: Labels, proposals: list[Predicted]) -> Score:
@@ -194,9 +219,14 @@ def score(labels: Labels, proposals: list[Predicted]) -> Score:
     out.lossy = sum(p.kind == MERGE and p.lossy for p in live)
     out.destructive = [{"kind": p.kind, "title": p.title, "notes": sorted(set(p.retired) & labels.keep)} for p in live if set(p.retired) & labels.keep]
     unmatched = set(labels.merges)
-    for group in (frozenset(p.notes) for p in live if p.kind == MERGE):
+    for p in (p for p in live if p.kind == MERGE):
+        group = frozenset(p.notes)
         matched = group in unmatched
         unmatched.discard(group)
+        if matched and group in labels.survivors:
+            kept, wanted = p.notes[0], labels.survivors[group]
+            out.survivor += Agreement(int(kept == wanted), 1)
+            out.other_survivor += [] if kept == wanted else [{"notes": sorted(group), "kept": kept, "labeled": wanted}]
         out.kinds[MERGE].tp += matched
         out.kinds[MERGE].fp += not matched
         out.false_positives += [] if matched else [{"kind": MERGE, "notes": sorted(group)}]

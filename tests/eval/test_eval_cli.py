@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
-SCORE_KEYS = {"kinds", "refused", "lossy", "destructive", "false_positives", "missed"}
+SCORE_KEYS = {"kinds", "refused", "lossy", "destructive", "false_positives", "missed", "survivor", "other_survivor"}
 COUNT_KEYS = {"tp", "fp", "fn", "precision", "recall"}
 TOP_KEYS = {"v", "corpus", "planner", "labeled", "stores", "counts", "overall", "destructive", "llm", "sample"}
 SAMPLE_KEYS = {"store", "kind", "state", "source", "title", "rationale", "reason", "notes", "retired", "lossy", "diff_head"}

@@ -44,7 +44,9 @@ def test_a_good_file_loads(corpus):
     ("text", "message"),
     [
         ("colour = 1\n" + GOOD, "unknown key 'colour' (allowed: "),
-        ('preset = "generic"\n[[merge]]\nnotes = ["b.md", "c.md"]\nsurvivor = "b.md"\n', "merge 1: unknown key 'survivor'"),
+        ('preset = "generic"\n[[merge]]\nnotes = ["b.md", "c.md"]\nkept = "b.md"\n', "merge 1: unknown key 'kept'"),
+        ('preset = "generic"\n[[merge]]\nnotes = ["b.md", "c.md"]\nsurvivor = "a.md"\n', "merge 1: 'survivor' must be one of its notes"),
+        ('preset = "generic"\nkeep = ["b.md"]\n[[merge]]\nnotes = ["b.md", "c.md"]\nsurvivor = "c.md"\n', "merge 1: its 'keep' note must be the survivor"),
         ('preset = "generic"\nkeep = ["missing.md"]\n', "names 'missing.md', which is not a file of s/"),
         ('preset = "generic"\n[[retire]]\nnote = "../a.md"\nkind = "supersede"\n', "names '../a.md'"),
         ('preset = "generic"\nkeep = ["sub"]\n', "names 'sub', which is not a file"),
