@@ -33,3 +33,12 @@ def test_quick_start_has_exactly_two_commands_and_ci_runs_the_test_one():
     ci = (Path(__file__).resolve().parents[2] / ".ci" / "run").read_text(encoding="utf-8")
     assert blocks[1].strip() in ci
     assert "--dry-run --store examples/" in blocks[0]
+
+
+def test_the_example_config_loads_and_every_preset_it_shows_is_valid():
+    """config.example.toml, as shipped, is a config dreamd accepts (its settings checked against each agent's reader)."""
+    from daemon.config import load_config
+
+    config = load_config(Path(__file__).resolve().parents[2] / "config.example.toml")
+    assert {s.preset for s in config.stores.values()} >= {"deepcode", "claude-code", "cline", "serena"}
+    assert config.stores["orchard-claude"].settings.archive_root == "../{notes}.dreamd-archive"

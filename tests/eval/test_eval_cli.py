@@ -20,12 +20,13 @@ def test_json_of_a_labeled_corpus(cli):
     assert (out["v"], out["planner"], out["labeled"], out["destructive"], out["sample"], out["llm"]) == (1, "rules", True, 0, [], None)
     assert set(out["overall"]) == SCORE_KEYS
     assert set(out["overall"]["kinds"]) == {"merge", "supersede", "soft-expire", "retire", "reindex"}
-    assert out["overall"]["kinds"]["merge"] == {"tp": 5, "fp": 1, "fn": 5, "precision": 0.833, "recall": 0.5}
+    assert out["overall"]["kinds"]["merge"] == {"tp": 9, "fp": 1, "fn": 5, "precision": 0.9, "recall": 0.643}
+    assert out["overall"]["survivor"] == {"agree": 6, "labeled": 6}
     assert [s["store"] for s in out["stores"]] == sorted(s["store"] for s in out["stores"])
     for store in out["stores"]:
         assert set(store) == {"store", "preset", "proposals", "counts", "score", "llm"} and store["llm"] is None
         assert all(set(c) == COUNT_KEYS for c in store["score"]["kinds"].values())
-    assert out["counts"]["merge"] == {"pending": 6}
+    assert out["counts"]["merge"] == {"pending": 10}
 
 
 def test_json_of_an_unlabeled_corpus_has_counts_and_a_sample(cli, make_store, tmp_path):
@@ -42,8 +43,8 @@ def test_json_of_an_unlabeled_corpus_has_counts_and_a_sample(cli, make_store, tm
 def test_text_table_of_the_examples(cli):
     done = cli("eval", str(EXAMPLES))
     assert done.code == 0
-    assert "rules planner, 6 labeled stores (dry run: nothing written)" in done.out
-    assert "\noverall  " in done.out and "  merge        tp 5   fp 1   fn 5   precision 0.83  recall 0.50" in done.out
+    assert "rules planner, 8 labeled stores (dry run: nothing written)" in done.out
+    assert "\noverall  " in done.out and "  merge        tp 9   fp 1   fn 5   precision 0.90  recall 0.64" in done.out
     assert "deepcode-pipeline: false positive merge: gpu-setup-2.md, gpu-setup.md" in done.out
     assert done.out.rstrip().endswith("destructive false positives: 0")
 
