@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
 from pathlib import Path
@@ -84,70 +84,76 @@ def scan_store(root: StoreRoots | Path, settings: StoreSettings) -> ScanResult:
     The archive root's files go to ``archived``. Symlinks are reported, never followed.
     """
     roots = root if isinstance(root, StoreRoots) else open_roots(root, settings.archive_root)
-    files: dict[str, FileEntry] = {}
-    archived: dict[str, FileEntry] = {}
-    skipped: list[Skipped] = []
-    walk = [(roots.notes, "", files)]
+    walk = _Walk(settings, roots)
+    walk.folder(roots.notes, "", walk.files, "store")
     if roots.beside and roots.archive.is_dir():
-        walk.append((roots.archive, roots.archive_prefix + "/", archived))
-    for folder, prefix, into in walk:
-        try:
-            top = _listing(str(folder))
-        except OSError as exc:
-            raise StoreError(f"cannot read {'archive' if into is archived else 'store'} root {folder}: {exc.strerror}") from exc
-        _walk(top, prefix, into, settings, roots, archived, skipped)
-    files = dict(sorted(files.items()))
+        walk.folder(roots.archive, roots.archive_prefix + "/", walk.archived, "archive")
+    files = dict(sorted(walk.files.items()))
     return ScanResult(
         roots=roots,
         files=files,
-        archived=dict(sorted(archived.items())),
+        archived=dict(sorted(walk.archived.items())),
         notes={path: entry for path, entry in files.items() if settings.is_note(path)},
-        skipped=sorted(skipped, key=attrgetter("path")),
+        skipped=sorted(walk.skipped, key=attrgetter("path")),
     )
 
 
-def _walk(top: list[os.DirEntry[str]], prefix: str, into: dict[str, FileEntry], settings: StoreSettings, roots: StoreRoots, archived: dict[str, FileEntry], skipped: list[Skipped]) -> None:  # noqa: PLR0913
-    listing = settings.listing
-    pending = [(top, prefix, into)]
-    while pending:
-        entries, prefix, target = pending.pop()
-        for entry in entries:
-            rel = prefix + entry.name
-            if entry.is_symlink():
-                skipped.append(Skipped(rel, "symlink"))
-            elif settings.is_excluded(rel):
-                continue
-            elif entry.is_dir(follow_symlinks=False):
-                folder = _folder_target(rel, entry.name, target, archived, listing, roots)
-                if folder is None:
+@dataclass
+class _Walk:
+    """One scan's state: what it read into live files and the archive, and what it skipped."""
+
+    settings: StoreSettings
+    roots: StoreRoots
+    files: dict[str, FileEntry] = field(default_factory=dict)
+    archived: dict[str, FileEntry] = field(default_factory=dict)
+    skipped: list[Skipped] = field(default_factory=list)
+
+    def folder(self, path: Path, prefix: str, into: dict[str, FileEntry], what: str) -> None:
+        """Read a root folder and everything below it that the walk reads."""
+        try:
+            top = _listing(str(path))
+        except OSError as exc:
+            raise StoreError(f"cannot read {what} root {path}: {exc.strerror}") from exc
+        pending = [(top, prefix, into)]
+        while pending:
+            entries, prefix, target = pending.pop()
+            for entry in entries:
+                rel = prefix + entry.name
+                if entry.is_symlink():
+                    self.skipped.append(Skipped(rel, "symlink"))
+                elif self.settings.is_excluded(rel):
                     continue
-                try:
-                    pending.append((_listing(entry.path), rel + "/", folder))
-                except OSError:
-                    skipped.append(Skipped(rel, "unreadable"))
-            elif not entry.is_file(follow_symlinks=False):
-                skipped.append(Skipped(rel, "special-file"))
-            elif not is_temp_name(entry.name):
-                result = _read_entry(entry.path, rel, settings.max_file_bytes)
-                if isinstance(result, FileEntry):
-                    target[rel] = result
-                elif result is not None:
-                    skipped.append(result)
+                elif entry.is_dir(follow_symlinks=False):
+                    below = self._into(rel, entry.name, target)
+                    if below is None:
+                        continue
+                    try:
+                        pending.append((_listing(entry.path), rel + "/", below))
+                    except OSError:
+                        self.skipped.append(Skipped(rel, "unreadable"))
+                elif not entry.is_file(follow_symlinks=False):
+                    self.skipped.append(Skipped(rel, "special-file"))
+                elif not is_temp_name(entry.name):
+                    result = _read_entry(entry.path, rel, self.settings.max_file_bytes)
+                    if isinstance(result, FileEntry):
+                        target[rel] = result
+                    elif result is not None:
+                        self.skipped.append(result)
 
-
-def _folder_target(rel: str, name: str, target: dict[str, FileEntry], archived: dict[str, FileEntry], listing, roots: StoreRoots):  # noqa: ANN001, ANN202
-    """Where a folder's files go (live files, the archive), or None when it is not read."""
-    if target is archived:
-        return archived
-    if name in NEVER_SCANNED:
-        return None
-    if rel == roots.archive_prefix:
-        if roots.beside:
-            raise StoreError(f"a folder {rel}/ inside the notes root has the archive root's name", hint=f"rename it: dreamd keeps retired notes in {roots.archive}")
-        return archived
-    if not listing.recursive or (name.startswith(".") and not listing.dot_dirs):
-        return None
-    return target
+    def _into(self, rel: str, name: str, target: dict[str, FileEntry]) -> dict[str, FileEntry] | None:
+        """Where a subfolder's files go (live files, the archive), or None when it is not read."""
+        if target is self.archived:
+            return self.archived
+        if name in NEVER_SCANNED:
+            return None
+        if rel == self.roots.archive_prefix:
+            if self.roots.beside:
+                raise StoreError(f"a folder {rel}/ inside the notes root has the archive root's name", hint=f"rename it: dreamd keeps retired notes in {self.roots.archive}")
+            return self.archived
+        listing = self.settings.listing
+        if not listing.recursive or (name.startswith(".") and not listing.dot_dirs):
+            return None
+        return target
 
 
 def _listing(path: str) -> list[os.DirEntry[str]]:
