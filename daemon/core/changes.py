@@ -77,7 +77,8 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
         kept = references.keep(view, after, gone, dict(draft.relink), by_key=True)
     else:
         replaced = {p: draft.survivor for p in gone} if draft.kind in RETIRING else {}
-        kept = references.keep(view, after, gone, replaced)
+        moved = tuple(draft.retire) if draft.kind == MERGE and draft.survivor_data is not None else ()
+        kept = references.keep(view, after, gone, replaced, moved_from=moved)
     after.update(kept.written)
     read |= set(kept.written)
     dangling = kept.dangling + references.newly_dangling(view, after, gone)
@@ -119,7 +120,7 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
     before = "".join(parsed.lines)
     drop = gone | set(draft.index_drop)
     lines = index.drop_lines(spec, parsed, drop) if drop else parsed.lines
-    adds = [_new_entry(view, p) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
+    adds = [new_entry(view, p) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
     if lines is parsed.lines and not adds and not draft.index_compact:
         return None, {}
     base, shortened = "".join(lines), 0
@@ -163,7 +164,8 @@ def _survivor_entry(draft: Draft, view: StoreView, gone: set[str]) -> tuple[str,
     return (survivor,) if view.should_list(view.notes[survivor]) else ()
 
 
-def _new_entry(view: StoreView, path: str) -> index.NewEntry:
+def new_entry(view: StoreView, path: str) -> index.NewEntry:
+    """The index entry a note gets: its title, description and the section it belongs in."""
     note = view.notes[path]
     spec = view.index
     section = None

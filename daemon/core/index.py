@@ -262,7 +262,8 @@ def entry_line(spec: IndexSpec, entry: NewEntry, *, hook: bool = True, newline: 
         head = f"- [{task}] {shorten(title, max(limit - len(task) - 5, 10))}"
         sep = " - "
     room = limit - len(head) - len(sep)
-    text = shorten(entry.description, room) if hook and entry.description and room >= _MIN_HOOK else ""
+    said = _words(entry.description) != _words(title)  # a hook that repeats the title says nothing
+    text = shorten(entry.description, room) if hook and said and entry.description and room >= _MIN_HOOK else ""
     return head + (sep + text if text else "") + newline
 
 
@@ -283,6 +284,22 @@ def add(spec: IndexSpec, text: str, items: list[NewEntry], *, hooks: bool = True
         else:
             lines.insert(where, line)
     return "".join(lines + at_end)
+
+
+def fitting(spec: IndexSpec, text: str, items: list[NewEntry]) -> tuple[list[NewEntry], list[NewEntry]]:
+    """The entries that can join ``text`` with the whole index still loaded by the agent
+    (with their hooks or, failing that, without), in order, and those that cannot."""
+    if spec.limit is None or not items:
+        return list(items), []
+    if not spec.limit.fits(text):
+        return [], list(items)  # already past the limit: bring it back first (index-limit)
+    kept: list[NewEntry] = []
+    left: list[NewEntry] = []
+    for item in items:
+        trial = [*kept, item]
+        fits = spec.limit.fits(add(spec, text, trial)) or spec.limit.fits(add(spec, text, trial, hooks=False))
+        (kept if fits else left).append(item)
+    return kept, left
 
 
 def _section_end(spec: IndexSpec, lines: list[str], section: str | None) -> int | None:

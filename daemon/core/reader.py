@@ -65,6 +65,7 @@ class ReaderModel:
     links: tuple[str, ...]
     index: IndexSpec | None = None
     required: tuple[str, ...] = ()  # notes the agent's convention needs: never retired
+    instructions: tuple[str, ...] = ()  # notes telling the agent how to keep memory: their links are examples
     reads_status: bool = False  # the agent hides notes whose frontmatter says they are retired
     sources: tuple[str, ...] = ()  # where each fact above comes from (version, document, source path)
 

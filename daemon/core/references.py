@@ -14,10 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from daemon.core.links import Names, Reference, find, spelled
+from daemon.core.links import Names, Reference, find, resolve_markdown, spelled
 from daemon.core.links import rewrite as respell
 from daemon.core.notes import Note
 from daemon.core.proposals import Dangling
+from daemon.core.reader import MARKDOWN
 from daemon.core.view import StoreView
 
 
@@ -31,25 +32,31 @@ class Kept:
     dangling: list[Dangling] = field(default_factory=list)
 
 
-def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], replaced: Mapping[str, str | None], *, by_key: bool = False) -> Kept:
+def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], replaced: Mapping[str, str | None], *, by_key: bool = False, moved_from: tuple[str, ...] = ()) -> Kept:
     """Rewrite references to ``replaced`` (a target, or with ``by_key`` a reference key ->
     the note that replaces it, None: nothing does) in every live note that stays; ``gone``:
-    notes the change retires or removes; ``after``: the change's files so far."""
+    notes the change retires or removes; ``after``: the change's files so far.
+
+    Notes the change writes are read in their new text, so lines a merge moved into the
+    survivor are kept right too; a relative link among them that was written from one of
+    ``moved_from`` (the merged-away notes) is rewritten to mean, from the survivor's folder,
+    the note it meant where it was written.
+    """
     names_after = Names(frozenset(p for p in view.notes if after.get(p, b"") is not None), view.names.titles, view.names.task_folder)
     live_after = {p for p, n in view.notes.items() if n.live and p not in gone and after.get(p, b"") is not None}
     kept = Kept()
-    sources = sorted({ref.source for key in replaced for ref in (view.keyed if by_key else view.incoming).get(key, ())})
-    for source in sources:
+    referrers = {ref.source for key in replaced for ref in (view.keyed if by_key else view.incoming).get(key, ())}
+    written = {p for p, data in after.items() if data is not None and p in live_after}
+    for source in sorted(referrers | written):
         if source not in live_after:
             continue  # it retires too
         note = _current(view, after, source)
         text = note.data.decode("utf-8", errors="replace")
         spell: dict[Reference, str | None] = {}
         for ref in view.references_in(note):
-            key = ref.key if by_key else ref.target
-            if key not in replaced:
+            new, ok = _replacement(ref, replaced, by_key, source in written and moved_from, live_after, source)
+            if not ok:
                 continue
-            new = replaced[key]
             why = _why_not(view, source, ref, new, names_after, unlink=by_key)
             if why:
                 kept.dangling.append(Dangling(source, ref.line, ref.syntax, ref.written, why))
@@ -60,6 +67,21 @@ def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], rep
             kept.rewritten += sum(1 for v in spell.values() if v is not None)
             kept.unlinked += sum(1 for v in spell.values() if v is None)
     return kept
+
+
+def _replacement(ref: Reference, replaced: Mapping[str, str | None], by_key: bool, moved_from: tuple[str, ...] | bool, live_after: set[str], source: str) -> tuple[str | None, bool]:
+    """What ``ref`` must point at after the change, and whether it must change at all."""
+    key = ref.key if by_key else ref.target
+    if key in replaced:
+        return replaced[key], True
+    if ref.syntax == MARKDOWN and moved_from and (ref.target is None or ref.target not in live_after):
+        for origin in moved_from:  # type: ignore[union-attr]
+            meant = resolve_markdown(origin, ref.written)
+            if meant is not None and meant != ref.target:
+                meant = replaced.get(meant) or meant
+                if meant in live_after and meant != source:
+                    return meant, True
+    return None, False
 
 
 def _why_not(view: StoreView, source: str, ref: Reference, new: str | None, names_after: Names, *, unlink: bool) -> str | None:

@@ -32,8 +32,9 @@ Serena (oraios/serena v1.7.0, 2026-08-09; src/serena/memories/memory_manager.py)
     ``ignored_memory_patterns`` (regexes, full match on the name, from serena_config.yml and
     project.yml) hide a memory from listing and reading. Memories refer to each other as
     `` `mem:NAME` `` (name characters ``A-Za-z0-9_-/``; memory_reference_analysis.py), which
-    ``rename_memory`` rewrites. Onboarding seeds ``memory_maintenance`` and makes ``core``
-    the root every session reads first (resources/memory_maintenance.md). No index.
+    ``rename_memory`` rewrites. Onboarding seeds ``memory_maintenance`` (its `mem:` names are
+    examples of the syntax) and makes ``core`` the root every session reads first
+    (resources/memory_maintenance.md). No index.
 
 Cline (memory bank: docs.cline.bot/best-practices/memory-bank, cline/cline at 21cb8d25;
 the tasks convention: github/awesome-copilot instructions/memory-bank.instructions.md)
@@ -95,6 +96,7 @@ SERENA = ReaderModel(
     listing=Listing(recursive=True, dot_dirs=True),
     links=(MEM, MARKDOWN),
     required=("memory_maintenance.md", "core.md"),
+    instructions=("memory_maintenance.md",),
     sources=(
         "oraios/serena v1.7.0 src/serena/memories/memory_manager.py: _iter_memory_files (os.walk, *.md), _list_memories (name = path without .md)",
         "memory_manager.py _is_ignored_memory: ignored_memory_patterns, re.fullmatch on the name",

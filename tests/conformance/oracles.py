@@ -28,13 +28,15 @@ import os
 import posixpath
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import unquote
 
 import yaml
 
+T = TypeVar("T")
 RETIRED_STATUSES = ("superseded", "expired")
 ARCHIVE_DIR = ".dreamd-archive"
 
@@ -135,18 +137,18 @@ def pinned(root: Path) -> Iterator[None]:
         del _PINNED[str(root)]
 
 
-def _memo(method):  # noqa: ANN001, ANN202
+def _memo(method: Callable[[Any, Path], T]) -> Callable[[Any, Path], T]:
     """Keep an oracle method's answer for the pinned reading of its root."""
 
     @functools.wraps(method)
-    def cached(self, root: Path):  # noqa: ANN001, ANN202
+    def cached(self: Any, root: Path) -> T:
         memo = _PINNED.get(str(root))
         if memo is None:
             return method(self, root)
         key = f"\0{type(self).__name__}.{method.__name__}"
         if key not in memo:
             memo[key] = method(self, root)
-        return memo[key]
+        return memo[key]  # type: ignore[return-value]
 
     return cached
 
@@ -158,8 +160,11 @@ def _read(root: Path, rel: str) -> bytes | None:
         return memo[rel]  # type: ignore[return-value]
     path = os.path.join(root, rel)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read() if os.path.isfile(path) else None
+        if os.path.isfile(path):
+            with open(path, "rb") as handle:
+                data = handle.read()
+        else:
+            data = None
     except OSError:
         data = None
     if memo is not None:
@@ -167,11 +172,12 @@ def _read(root: Path, rel: str) -> bytes | None:
     return data
 
 
-def _walk_files(root: Path, *, skip_dot_dirs: bool) -> list[str]:
-    """Every regular file below ``root`` as a relative POSIX path (``os.walk``, top-down)."""
+def _walk_files(root: Path, *, skip_dot_dirs: bool, follow: bool = False) -> list[str]:
+    """Every regular file below ``root`` as a relative POSIX path (``os.walk``, top-down;
+    ``follow``: into symlinked folders too)."""
     found = []
     top = str(root)
-    for dirpath, dirnames, filenames in os.walk(top):
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=follow):
         if skip_dot_dirs:
             dirnames[:] = [d for d in dirnames if not d.startswith(".")]
         rel = os.path.relpath(dirpath, top).replace(os.sep, "/")
@@ -278,7 +284,7 @@ class Serena(Oracle):
     @_memo
     def visible_notes(self, root: Path) -> set[str]:
         found = set()
-        for path in _walk_files(root, skip_dot_dirs=False):
+        for path in _walk_files(root, skip_dot_dirs=False, follow=True):
             if path.endswith(".md") and not any(p.fullmatch(self.name_of(path)) for p in self.ignored):
                 found.add(path)
         return found
@@ -309,7 +315,8 @@ class ClaudeCode(Oracle):
 
     - Recall (client 2.1.88, src/memdir/memoryScan.ts ``scanMemoryFiles``):
       ``readdir(memoryDir, {recursive: true})`` filtered to names ending in ``.md`` whose base
-      name is not ``MEMORY.md``: every depth, hidden folders too (Node lists them).
+      name is not ``MEMORY.md``: every depth, hidden folders too (Node lists them). Recall
+      then keeps the 200 newest (``MAX_MEMORY_FILES``); the fixtures stay below that.
     - MEMORY.md (docs: "The first 200 lines of MEMORY.md, or the first 25KB, whichever comes
       first"; CHANGELOG 2.1.83 added the 25KB; client 2.1.88 memdir.ts ``MAX_ENTRYPOINT_LINES =
       200``, ``MAX_ENTRYPOINT_BYTES = 25_000``): the text is trimmed first, cut after 200 lines,
@@ -478,7 +485,6 @@ class Cline(Oracle):
 
     agent = "Cline"
     index_path = "tasks/_index.md"
-    SECTIONS = ("In Progress", "Pending", "Completed", "Abandoned")
 
     def archive_root(self, root: Path) -> Path:
         return root / ARCHIVE_DIR

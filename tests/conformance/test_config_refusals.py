@@ -8,9 +8,11 @@ preset uses by default must be out of its agent's sight, by the agent's own rule
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from daemon.config import parse_config
+from daemon.config import Config, parse_config
 from daemon.core.errors import ConfigError
 
 from .oracles import ClaudeCode, Cline, DeepCode, Serena
@@ -18,7 +20,7 @@ from .oracles import ClaudeCode, Cline, DeepCode, Serena
 ORACLES = {"deepcode": DeepCode, "claude-code": ClaudeCode, "serena": Serena, "cline": Cline}
 
 
-def _config(root, preset: str, settings: dict | None = None):  # noqa: ANN001, ANN202
+def _config(root: Path, preset: str, settings: dict | None = None) -> Config:
     entry = {"name": "notes", "path": str(root), "preset": preset} | ({"settings": settings} if settings else {})
     return parse_config({"stores": [entry]})
 

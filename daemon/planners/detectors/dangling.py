@@ -6,7 +6,9 @@ knowledge. When the store knows what replaced the target (a retired note's
 points the reference there, in its own syntax; only those characters change. When nothing
 says what replaced it, a second relink turns the link into its plain words, and is held
 for a person with the evidence: only they know where it should point. Task ids (Cline)
-are records, not links, so they are repaired but never unlinked. References to notes this
+are records, not links, and the notes that tell an agent how to keep its memory (Serena's
+memory_maintenance) cite names as examples of the syntax, so those are repaired but never
+unlinked. References to notes this
 pass already retires are left to the proposals that retire them.
 """
 
@@ -47,7 +49,7 @@ class DanglingReferences:
                 if new is not None:
                     known[ref.key] = new
                     found.setdefault(ref.key, []).append(ref)
-                elif ref.syntax != TASK_ID:
+                elif ref.syntax != TASK_ID and ref.source not in view.reader.instructions:
                     unknown.setdefault(ref.key, []).append(ref)
         drafts = []
         if known:

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 import re
 
-from daemon.core.index import BY_STATUS, CLINE_TASKS, STATUSES, task_status
+from daemon.core.changes import new_entry
+from daemon.core.index import BY_STATUS, CLINE_TASKS, STATUSES, drop_lines, fitting, task_status
 from daemon.core.notes import Note
 from daemon.core.proposals import REINDEX, Draft, Evidence
 from daemon.core.view import StoreView
@@ -56,15 +57,15 @@ class IndexDrift:
         retired = sorted(p for p in listed if p in view.notes and not view.notes[p].live)
         candidates = [n for n in view.live_notes() if view.should_list(n) and n.path not in listed and n.path not in ctx.retiring]
         unplaced = [n.path for n in candidates if view.index.sections == BY_STATUS and task_status(n.body) is None]
-        unlisted = sorted(n.path for n in candidates if n.path not in unplaced)
         records = missing if view.index.format == CLINE_TASKS else []
         dangling = [p for p in missing if p not in records]
-        drafts = [self._reindex(view, index, listed, dangling, retired, unlisted, unplaced)] if dangling or retired or unlisted else []
+        unlisted, unloaded = _within_limit(view, dangling + retired, sorted(n.path for n in candidates if n.path not in unplaced))
+        drafts = [self._reindex(view, index, listed, dangling, retired, unlisted, unplaced, unloaded)] if dangling or retired or unlisted else []
         if records:
             drafts.append(self._records(view, index, listed, records))
         return drafts
 
-    def _reindex(self, view: StoreView, index: Note, listed: dict[str, list[int]], dangling: list[str], retired: list[str], unlisted: list[str], unplaced: list[str]) -> Draft:  # noqa: PLR0913
+    def _reindex(self, view: StoreView, index: Note, listed: dict[str, list[int]], dangling: list[str], retired: list[str], unlisted: list[str], unplaced: list[str], unloaded: list[str]) -> Draft:  # noqa: PLR0913
         lines = index.data.decode("utf-8", errors="replace").split("\n")
         said = sorted({p for p in dangling for n in listed[p] if _says_more(lines[n - 1])})
         parts = [
@@ -86,6 +87,11 @@ class IndexDrift:
             tail = " Only the index changes, and no words leave what the agent reads but entries naming notes that are gone."
         if unplaced:
             tail += f" Not added: {_names(unplaced)}, whose status cannot be read to choose its section."
+        if unloaded and view.index.limit is not None:
+            tail += (
+                f" Not added: {_names(unloaded)}: {view.reader.agent} would not load {'its entry' if len(unloaded) == 1 else 'their entries'} "
+                f"({view.index.limit.describe()}); fold notes together or shorten the index to make room."
+            )
         evidence = [quote(index, line) for path in (*dangling, *retired) for line in listed[path]]
         evidence += [e for e in map(first_body_line, (view.notes[p] for p in unlisted)) if e]
         return Draft(
@@ -126,6 +132,17 @@ class IndexDrift:
             evidence=tuple(evidence),
             create=tuple(create),
         )
+
+
+def _within_limit(view: StoreView, drop: list[str], unlisted: list[str]) -> tuple[list[str], list[str]]:
+    """The unlisted notes whose entries fit within what the agent loads, and the rest."""
+    spec = view.index
+    assert spec is not None
+    if spec.limit is None or not unlisted:
+        return unlisted, []
+    text = "".join(drop_lines(spec, view.parsed_index, set(drop)))
+    kept, left = fitting(spec, text, [new_entry(view, p) for p in unlisted])
+    return [e.path for e in kept], [e.path for e in left]
 
 
 def _says_more(line: str) -> bool:
