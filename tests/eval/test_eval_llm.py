@@ -25,14 +25,17 @@ NOTE = re.compile(r'<note id="(n\d+)" path="([^"]+)"')
 # 1, a merge of a progress chain (the labels say supersede), passes the checks as a lossy merge:
 # pending for a person, never for a policy, and scored as the one merge false positive it is.
 LLM_KINDS = {
-    "merge": {"tp": 5, "fp": 2, "fn": 5, "precision": 0.714, "recall": 0.5},
+    "merge": {"tp": 9, "fp": 3, "fn": 5, "precision": 0.75, "recall": 0.643},
     "supersede": {"tp": 2, "fp": 0, "fn": 7, "precision": 1.0, "recall": 0.222},
     "soft-expire": {"tp": 3, "fp": 0, "fn": 1, "precision": 1.0, "recall": 0.75},
     "retire": {"tp": 5, "fp": 0, "fn": 8, "precision": 1.0, "recall": 0.385},
     "reindex": {"tp": 3, "fp": 0, "fn": 0, "precision": 1.0, "recall": 1.0},
 }
-LLM_TOTALS = {"calls": 6, "prompt_tokens": 8431, "completion_tokens": 2355, "truncated": 1, "model_proposals": 1, "replay_misses": 0}
-REFUSED_PER_STORE = {"claude-code-webapp": 0, "cline-shop": 1, "deepcode-billing": 1, "deepcode-pipeline": 0, "generic-ops": 0, "serena-goasync": 1}
+LLM_TOTALS = {"calls": 8, "prompt_tokens": 10907, "completion_tokens": 3055, "truncated": 1, "model_proposals": 2, "replay_misses": 0}
+REFUSED_PER_STORE = {
+    "claude-code-team": 0, "claude-code-webapp": 0, "cline-shop": 1, "deepcode-billing": 1, "deepcode-pipeline": 0,
+    "generic-ops": 0, "serena-crossref": 1, "serena-goasync": 1,
+}  # fmt: skip
 
 
 
@@ -94,13 +97,13 @@ def test_replayed_local_qwen_scores_exactly(cli):
     assert {k: llm[k] for k in LLM_TOTALS} == LLM_TOTALS
     assert llm["failed"] == [] and llm["cost"] is None
     # what candidate selection showed the model: 3 paraphrased pairs never shared a call
-    assert llm["coverage"] == {"merge": {"sent": 7, "expected": 10}, "retire": {"sent": 11, "expected": 13}}
+    assert llm["coverage"] == {"merge": {"sent": 11, "expected": 14}, "retire": {"sent": 11, "expected": 13}}
     assert out["overall"]["kinds"] == LLM_KINDS
-    assert (out["overall"]["refused"], out["overall"]["lossy"], out["destructive"]) == (3, 1, 0)
+    assert (out["overall"]["refused"], out["overall"]["lossy"], out["destructive"]) == (4, 1, 0)
     assert {s["store"]: s["score"]["refused"] for s in out["stores"]} == REFUSED_PER_STORE
     assert all(s["llm"]["calls"] == 1 and s["llm"]["error"] is None and s["llm"]["stopped"] is None for s in out["stores"])
     assert next(s for s in out["stores"] if s["store"] == "deepcode-pipeline")["llm"]["truncated"] == 1
-    assert out["counts"]["merge"] == {"pending": 7, "refused": 1}
+    assert out["counts"]["merge"] == {"pending": 12, "refused": 2}
     assert out["counts"]["supersede"] == {"duplicate": 1, "pending": 2, "refused": 2}
 
 
@@ -175,7 +178,7 @@ def test_a_model_failure_is_one_store_line_and_the_rest_runs(cli, scripted):
     assert shop["proposals"] == 0 and shop["llm"]["calls"] == 1 and "503" in shop["llm"]["error"]
     assert out["llm"]["failed"] == ["cline-shop"]
     assert all(s["llm"]["error"] is None for s in out["stores"] if s["store"] != "cline-shop")
-    assert sum(s["proposals"] for s in out["stores"]) == 13  # the detectors' 12 elsewhere, and the model's merge
+    assert sum(s["proposals"] for s in out["stores"]) == 17  # the detectors' 16 elsewhere, and the model's one
 
 
 def test_model_from_the_config_and_costs_summed(cli, scripted, tmp_path):
@@ -214,8 +217,8 @@ def test_text_report_names_the_replayed_model(cli):
     done = cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--sample", "20")
     assert f"model: openai/local-qwen, replayed from {RECORDING}, recorded from openai/local-qwen (no network)" in done.out
     assert "\nmodel calls per store (cost '-': the model has no price)\n" in done.out
-    assert re.search(r"\noverall +6 +8,431 +2,355 +- +1 +1 +0\n", done.out)
-    assert "labeled cases the model was shown: merge groups 7/10 (all notes in one call), retirements 11/13" in done.out
+    assert re.search(r"\noverall +8 +10,907 +3,055 +- +2 +1 +0\n", done.out)
+    assert "labeled cases the model was shown: merge groups 11/14 (all notes in one call), retirements 11/13" in done.out
     assert "] supersede [refused] " in done.out and "  refused: evidence quote " in done.out  # the sample says why
 
 

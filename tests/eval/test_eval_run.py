@@ -112,7 +112,7 @@ def test_llm_planner_is_an_injected_hook(tmp_path):
         return [Fake(merge), planned, Fake(wrong, "refused"), Fake(Draft("merge", "model:fake", 0.5, "t", "r", retire=("reference_postgres_port.md",), survivor="reference_frontend_port.md", lossy=True))]
 
     report = run_eval(EXAMPLES, planner="llm", llm=hook)
-    assert ("claude-code-webapp", "claude-code", dt.datetime(2026, 3, 20, 9, tzinfo=dt.timezone.utc)) in seen and len(seen) == 6
+    assert ("claude-code-webapp", "claude-code", dt.datetime(2026, 3, 20, 9, tzinfo=dt.timezone.utc)) in seen and len(seen) == 8
     webapp = next(s for s in report.stores if s.name == "claude-code-webapp").score
     assert triples(webapp, ("merge", "supersede")) == {"merge": (1, 1, 0), "supersede": (1, 0, 3)}
     assert (webapp.refused, webapp.lossy, [d["notes"] for d in webapp.destructive]) == (1, 1, [["reference_postgres_port.md"]])

@@ -33,6 +33,7 @@ from daemon.planners.llm.lossless import uncovered
 from daemon.planners.llm.prompts import unescape_data
 from daemon.planners.llm.redact import has_marker
 from daemon.planners.llm.schema import ModelProposal, Quote
+from daemon.planners.survivor import choose
 
 MIN_QUOTE = 4  # characters: shorter "quotes" match almost anywhere
 MAX_RATIONALE = 1500
@@ -170,6 +171,10 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
             f"{'are' if len(missing) > 1 else 'is'} neither in the merged text nor listed as dropped, "
             f"e.g. “{_short(missing[0])}”."
         )
+    kept = choose(sent.view, [sent.view.notes[n] for n in notes])
+    if kept is not None and kept.survivor.path != survivor:  # the store's references decide, not the model
+        rationale += f" The merged text goes into {kept.survivor.path}, not {survivor} as the model said: {kept.why}."
+        survivor = kept.survivor.path
     note = sent.view.notes[survivor]
     data = _survivor_data(note, body)
     retire = tuple(n for n in notes if n != survivor)

@@ -193,3 +193,17 @@ def test_confidence_is_kept_within_bounds_and_short_quotes_are_refused() -> None
 def _reason(result: Draft | Refusal) -> str:
     assert isinstance(result, Refusal), result
     return result.reason
+
+
+def test_the_store_not_the_model_chooses_which_note_keeps_the_merged_text() -> None:
+    """A model naming the note other notes cite as the one to retire has its merged text put into that cited note instead, and the rationale says why."""
+    cited = note("b.md", "One fact here.\n")
+    other = note("a.md", "One fact here.\nA second fact.\n")
+    citer = note("c.md", "See [the fact](b.md).\n")
+    sent = sent_for(view(other, cited, citer), "a.md", "b.md")
+    quotes = [{"note": "n1", "quote": "One fact here."}]
+    draft = check(proposal("merge", survivor="n1", merged_body="One fact here.\nA second fact.", evidence=quotes), sent, SOURCE)
+    assert isinstance(draft, Draft)
+    assert (draft.survivor, draft.retire) == ("b.md", ("a.md",))
+    assert "The merged text goes into b.md, not a.md as the model said: it is the most referenced" in draft.rationale
+    assert draft.survivor_data == b"One fact here.\nA second fact.\n"
