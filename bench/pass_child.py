@@ -35,6 +35,7 @@ import daemon.service.passes as passes  # noqa: E402
 import daemon.service.proposing as proposing  # noqa: E402
 import daemon.service.workspace as workspace  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402
+from daemon.core.view import StoreView  # noqa: E402
 from daemon.planners.base import DEFAULT_DETECTORS  # noqa: E402
 from daemon.service.context import App  # noqa: E402
 from generate import NOW  # noqa: E402
@@ -70,6 +71,7 @@ def instrument() -> Timers:
     timers.wrap(passes, "run_detectors", "detectors")
     for detector in DEFAULT_DETECTORS:
         timers.wrap(type(detector), "detect", f"detector:{detector.name}")
+    timers.wrap(StoreView, "references_in", "references")  # the reference graph, and the notes a build rewrites
     # make_proposal runs on a few threads: these are sums of per-proposal times, which can
     # exceed their share of the wall time
     timers.wrap(proposing, "make_proposal", "proposals")

@@ -137,20 +137,26 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
             break
     if edited == before:
         return None, {}
-    return edited.encode("utf-8"), _index_facts(spec, view, before, edited, drop, shortened)
+    return edited.encode("utf-8"), _index_facts(spec, view, before, edited, drop, adds, shortened)
 
 
-def _index_facts(spec: index.IndexSpec, view: StoreView, before: str, after: str, dropped: set[str], shortened: int) -> dict[str, Any]:
-    if spec.limit is None:
+def _index_facts(spec: index.IndexSpec, view: StoreView, before: str, after: str, dropped: set[str], added: list[index.NewEntry], shortened: int) -> dict[str, Any]:
+    """The index against its load limit before and after the change. Only the loaded part of
+    the new text is parsed, and the old index's figures come from the view: an index can be
+    far longer than what the agent loads, and every proposal of a pass edits it."""
+    limit = spec.limit
+    if limit is None:
         return {"hooks_shortened": shortened}
-    unloaded_before = index.unseen(spec, before, view.notes)
-    unloaded_after = index.unseen(spec, after, view.notes)
-    loaded_before = {e.path for e in index.entries(spec, before, view.notes)} - unloaded_before
-    pushed = sorted(p for p in loaded_before & unloaded_after if p not in dropped)
-    return {
-        "index_limit": spec.limit.describe(), "unloaded_before": len(unloaded_before),
-        "unloaded_after": len(unloaded_after), "pushed_out": tuple(pushed), "hooks_shortened": shortened,
-    }  # fmt: skip
+    facts: dict[str, Any] = {"index_limit": limit.describe(), "hooks_shortened": shortened}
+    if limit.fits(after) and view.index_fits:
+        return facts
+    listed, seen_before = view.listed_paths, view.index_seen
+    seen_after = index.seen(spec, after, view.notes)
+    kept = listed - dropped if dropped else listed
+    new = {e.path for e in added} - listed
+    unloaded_after = len(kept) - len(kept & seen_after) + len(new - seen_after)
+    pushed = sorted((seen_before & listed) - seen_after - dropped)
+    return {**facts, "unloaded_before": len(listed) - len(listed & seen_before), "unloaded_after": unloaded_after, "pushed_out": tuple(pushed)}
 
 
 def _survivor_entry(draft: Draft, view: StoreView, gone: set[str]) -> tuple[str, ...]:

@@ -86,16 +86,6 @@ class LoadLimit:
         _, stop, end = self.span(text)
         return stop == end
 
-    def unloaded_lines(self, text: str) -> set[int]:
-        """1-based numbers of the lines the agent does not load whole."""
-        _, stop, _ = self.span(text)
-        gone, offset = set(), 0
-        for number, line in enumerate(text.split("\n"), 1):
-            if offset + len(line) > stop and line.strip():
-                gone.add(number)
-            offset += len(line) + 1
-        return gone
-
     def describe(self) -> str:
         parts = [f"{self.lines} lines" if self.lines else "", f"{self.chars:,} characters" if self.chars else ""]
         return " or ".join(p for p in parts if p)
@@ -321,15 +311,21 @@ def _section_end(spec: IndexSpec, lines: list[str], section: str | None) -> int 
     return last + 1
 
 
-def unseen(spec: IndexSpec, text: str, notes: Iterable[str]) -> set[str]:
-    """Notes whose every entry in ``text`` sits where the agent stops loading the index."""
+def seen(spec: IndexSpec, text: str, notes: Iterable[str]) -> set[str]:
+    """Notes with an entry on a line of ``text`` the agent loads whole (only that part is parsed)."""
+    assert spec.limit is not None
+    _, stop, _ = spec.limit.span(text)
+    whole = stop if stop >= len(text) or text[stop] == "\n" else text.rfind("\n", 0, stop) + 1
+    return {entry.path for entry in entries(spec, text[:whole], notes)}
+
+
+def unseen(spec: IndexSpec, text: str, notes: Iterable[str], every: set[str] | None = None) -> set[str]:
+    """Notes whose every entry in ``text`` sits where the agent stops loading the index;
+    ``every``: the notes ``text`` has entries for, when the caller knows them already."""
     if spec.limit is None:
         return set()
-    gone = spec.limit.unloaded_lines(text)
-    by_path: dict[str, list[int]] = {}
-    for entry in entries(spec, text, notes):
-        by_path.setdefault(entry.path, []).append(entry.line)
-    return {path for path, lines in by_path.items() if all(n in gone for n in lines)}
+    listed = every if every is not None else {entry.path for entry in entries(spec, text, notes)}
+    return listed - seen(spec, text, notes)
 
 
 COMPACT_WIDTHS = (120, 90, 60, 0)  # entry line lengths tried, in turn, to fit a load limit

@@ -10,11 +10,12 @@ the rest of the note stays byte for byte. Pure: no I/O.
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
+import dataclasses
+from dataclasses import dataclass, field
 from urllib.parse import unquote
 
 from daemon.core.index import task_id
@@ -31,6 +32,8 @@ _WIKI = re.compile(r"\[\[(?P<t>[^\[\]|#\n]+?)\s*(?:#[^\[\]|\n]*)?(?:\|(?P<label>
 # [TASK012] (not a markdown link's text); ranges [TASK052..054] name the file TASK052-054-*.md
 _TASK = re.compile(r"\[(?P<t>TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\](?!\()")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
+_NEWLINE = re.compile("\n")
+_PATTERNS = ((MARKDOWN, _MARKDOWN), (MEM, _MEM), (WIKI, _WIKI), (TASK_ID, _TASK))
 
 
 @dataclass(frozen=True)
@@ -60,13 +63,29 @@ class Reference:
 
 @dataclass(frozen=True)
 class Names:
-    """What references resolve against: the notes present, and the names they answer to."""
+    """What references resolve against: the notes present, and the names they answer to.
+
+    ``without`` gives the same names with some notes gone (as a change leaves the store),
+    sharing the lookup tables, so asking it costs nothing per proposal.
+    """
 
     paths: frozenset[str]
     titles: Mapping[str, str]  # path -> frontmatter ``name`` (for [[name]])
     task_folder: str = "tasks"
+    gone: frozenset[str] = frozenset()
+    _tables: dict[str, dict[str, list[str]]] = field(default_factory=dict, compare=False, repr=False)
 
-    @cached_property
+    def without(self, gone: set[str]) -> Names:
+        return dataclasses.replace(self, gone=self.gone | frozenset(gone)) if gone else self
+
+    def has(self, path: str) -> bool:
+        return path in self.paths and path not in self.gone
+
+    def _table(self, kind: str) -> dict[str, list[str]]:
+        if kind not in self._tables:
+            self._tables[kind] = self._by_wiki() if kind == "wiki" else self._by_task()
+        return self._tables[kind]
+
     def _by_wiki(self) -> dict[str, list[str]]:
         """[[x]] names: a frontmatter name wins over a file stem of the same spelling."""
         named: dict[str, list[str]] = {}
@@ -81,7 +100,6 @@ class Names:
                 stems.setdefault(note_name(path), []).append(path)
         return {**stems, **named}
 
-    @cached_property
     def _by_task(self) -> dict[str, list[str]]:
         found: dict[str, list[str]] = {}
         prefix = f"{self.task_folder}/" if self.task_folder else ""
@@ -92,10 +110,10 @@ class Names:
         return found
 
     def wiki(self, name: str) -> list[str]:
-        return self._by_wiki.get(name, [])
+        return [p for p in self._table("wiki").get(name, ()) if p not in self.gone]
 
     def task(self, ident: str) -> list[str]:
-        return self._by_task.get(ident, [])
+        return [p for p in self._table("task").get(ident, ()) if p not in self.gone]
 
     def wiki_name(self, path: str) -> str | None:
         """How to write [[...]] so that it means exactly ``path``, or None when nothing does."""
@@ -135,33 +153,24 @@ def find(source: str, text: str, body_start: int, syntaxes: Iterable[str], names
     """Every reference in ``text`` (a note's decoded bytes) after offset ``body_start`` (the
     frontmatter is not searched), in the given syntaxes, in text order."""
     wanted = set(syntaxes)
+    matches = [(syntax, m) for syntax, pattern in _PATTERNS if syntax in wanted for m in pattern.finditer(text, body_start)]
+    if not matches:
+        return []  # most notes: no line bookkeeping at all
+    line_starts = [0] + [m.end() for m in _NEWLINE.finditer(text)]
+    code = _code_lines(text) if "```" in text or "~~~" in text else set()
     found: list[Reference] = []
-    code = _code_lines(text)
-    line_starts = [0] + [i + 1 for i, char in enumerate(text) if char == "\n"]
-    first_line = text.count("\n", 0, body_start)
-
-    def line_of(offset: int) -> int:
-        lo, hi = 0, len(line_starts)
-        while lo + 1 < hi:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if line_starts[mid] <= offset else (lo, mid)
-        return lo
-
-    for syntax, pattern in ((MARKDOWN, _MARKDOWN), (MEM, _MEM), (WIKI, _WIKI), (TASK_ID, _TASK)):
-        if syntax not in wanted:
+    for syntax, match in matches:
+        number = bisect.bisect_right(line_starts, match.start()) - 1
+        if syntax != MEM and number in code:
             continue
-        for match in pattern.finditer(text, body_start):
-            number = line_of(match.start())
-            if number < first_line or (syntax != MEM and number in code):
-                continue
-            written = match.group("t")
-            named = _named(syntax, source, written)
-            if named == "":
-                continue
-            targets = ([named] if named in names.paths else []) if named else (names.wiki(written.strip()) if syntax == WIKI else names.task(written))
-            target = targets[0] if len(targets) == 1 else None
-            label = (match.groupdict().get("label") or "").strip() or (written if syntax != MARKDOWN else "")
-            found.append(Reference(source, syntax, number + 1, match.start("t"), match.end("t"), written, target, len(targets), named, (match.start(), match.end()), label))
+        written = match.group("t")
+        named = _named(syntax, source, written)
+        if named == "":
+            continue
+        targets = ([named] if names.has(named) else []) if named else (names.wiki(written.strip()) if syntax == WIKI else names.task(written))
+        target = targets[0] if len(targets) == 1 else None
+        label = (match.groupdict().get("label") or "").strip() or (written if syntax != MARKDOWN else "")
+        found.append(Reference(source, syntax, number + 1, match.start("t"), match.end("t"), written, target, len(targets), named, (match.start(), match.end()), label))
     return sorted(found, key=lambda r: r.start)
 
 

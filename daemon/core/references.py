@@ -42,8 +42,8 @@ def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], rep
     ``moved_from`` (the merged-away notes) is rewritten to mean, from the survivor's folder,
     the note it meant where it was written.
     """
-    names_after = Names(frozenset(p for p in view.notes if after.get(p, b"") is not None), view.names.titles, view.names.task_folder)
-    live_after = {p for p, n in view.notes.items() if n.live and p not in gone and after.get(p, b"") is not None}
+    names_after = _names_after(view, after)
+    live_after = _LiveAfter(view, after, gone)
     kept = Kept()
     referrers = {ref.source for key in replaced for ref in (view.keyed if by_key else view.incoming).get(key, ())}
     written = {p for p, data in after.items() if data is not None and p in live_after}
@@ -69,7 +69,22 @@ def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], rep
     return kept
 
 
-def _replacement(ref: Reference, replaced: Mapping[str, str | None], by_key: bool, moved_from: tuple[str, ...] | bool, live_after: set[str], source: str) -> tuple[str | None, bool]:
+class _LiveAfter:
+    """Whether a note is live after the change (``path in live_after``), without a set of the store."""
+
+    def __init__(self, view: StoreView, after: Mapping[str, bytes | None], gone: set[str]) -> None:
+        self.view, self.after, self.gone = view, after, gone
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, str) and path not in self.gone and self.after.get(path, b"") is not None and self.view.is_live(path)
+
+
+def _names_after(view: StoreView, after: Mapping[str, bytes | None]) -> Names:
+    """What references resolve against once the change is applied: its removed files are gone."""
+    return view.names.without({p for p, data in after.items() if data is None})
+
+
+def _replacement(ref: Reference, replaced: Mapping[str, str | None], by_key: bool, moved_from: tuple[str, ...] | bool, live_after: _LiveAfter, source: str) -> tuple[str | None, bool]:
     """What ``ref`` must point at after the change, and whether it must change at all."""
     key = ref.key if by_key else ref.target
     if key in replaced:
@@ -98,8 +113,7 @@ def _why_not(view: StoreView, source: str, ref: Reference, new: str | None, name
 def newly_dangling(view: StoreView, after: Mapping[str, bytes | None], gone: set[str]) -> list[Dangling]:
     """References in the live notes a change writes that resolved to a live note before
     (or were not there) and resolve to none after the change."""
-    paths_after = frozenset(p for p in view.notes if after.get(p, b"") is not None)
-    names_after = Names(paths_after, view.names.titles, view.names.task_folder)
+    names_after = _names_after(view, after)
     found = []
     for path, data in sorted(after.items()):
         if data is None or path not in view.notes or path in gone:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from daemon.core.globs import matches
-from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed, task_id
+from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed, seen, task_id
 from daemon.core.links import Names, Reference, find
 from daemon.core.notes import Note
 from daemon.core.reader import MARKDOWN, PLAIN, TASK_ID, ReaderModel
@@ -68,6 +68,24 @@ class StoreView:
         if self.index is None or note is None:
             return Parsed([], {}, {})
         return Parsed.of(self.index, note.data.decode("utf-8", errors="replace"), self.notes)
+
+    @cached_property
+    def listed_paths(self) -> frozenset[str]:
+        """Notes the index has an entry for."""
+        return frozenset(self.parsed_index.by_path)
+
+    @cached_property
+    def index_fits(self) -> bool:
+        """Whether the agent loads the whole index (True when it has no limit)."""
+        limit = self.index.limit if self.index else None
+        return limit is None or limit.fits("".join(self.parsed_index.lines))
+
+    @cached_property
+    def index_seen(self) -> frozenset[str]:
+        """Notes whose index entry the agent loads (every listed one when it has no limit)."""
+        if self.index is None or self.index.limit is None or self.index_fits:
+            return self.listed_paths
+        return frozenset(seen(self.index, "".join(self.parsed_index.lines), self.notes))
 
     def listed(self) -> dict[str, list[int]]:
         """Index entries: note path -> index line numbers."""

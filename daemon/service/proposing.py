@@ -72,7 +72,7 @@ def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, b
     overlap that wait with the next proposal's Python work. Batches keep memory bounded:
     only ``batch`` proposals' bytes are alive at once.
     """
-    _ = view.parsed_index, view.incoming, view.keyed  # parse the index and links once, before threads read them
+    _ = view.parsed_index, view.index_seen, view.incoming, view.keyed  # parse the index and links once, before threads read them
     workers = min(4, os.cpu_count() or 1)
     drafts = iter(drafts)
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dreamd-propose") as pool:

@@ -30,9 +30,9 @@ class IndexLimit:
         text = note.data.decode("utf-8", errors="replace")
         if spec.limit.fits(text):
             return []
-        hidden = unseen(spec, text, view.notes)
+        hidden = unseen(spec, text, view.notes, set(view.listed_paths))
         tightest, _ = compact(spec, text, view.notes, COMPACT_WIDTHS[-1])
-        if len(unseen(spec, tightest, view.notes)) >= len(hidden):
+        if len(unseen(spec, tightest, view.notes, set(view.listed_paths))) >= len(hidden):
             return []  # shortening cannot bring back a single entry
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
         first_cut = min((e.line for e in entries(spec, text, view.notes) if e.path in hidden), default=lines)
