@@ -73,15 +73,15 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
         gone = set(draft.retire)
         _retire(draft, view, now, after)
 
+    moved = tuple(draft.retire) if draft.kind == MERGE and draft.survivor_data is not None else ()
     if draft.kind == RELINK:
         kept = references.keep(view, after, gone, dict(draft.relink), by_key=True)
     else:
         replaced = {p: draft.survivor for p in gone} if draft.kind in RETIRING else {}
-        moved = tuple(draft.retire) if draft.kind == MERGE and draft.survivor_data is not None else ()
         kept = references.keep(view, after, gone, replaced, moved_from=moved)
     after.update(kept.written)
     read |= set(kept.written)
-    dangling = kept.dangling + references.newly_dangling(view, after, gone)
+    dangling = kept.dangling + references.newly_dangling(view, after, gone, moved)
 
     index_facts: dict[str, Any] = {}
     if with_index and view.index is not None and view.index_note is not None:

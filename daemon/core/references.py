@@ -110,10 +110,12 @@ def _why_not(view: StoreView, source: str, ref: Reference, new: str | None, name
     return None
 
 
-def newly_dangling(view: StoreView, after: Mapping[str, bytes | None], gone: set[str]) -> list[Dangling]:
+def newly_dangling(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], moved_from: tuple[str, ...] = ()) -> list[Dangling]:
     """References in the live notes a change writes that resolved to a live note before
-    (or were not there) and resolve to none after the change."""
+    (or were not there) and resolve to none after the change. A reference that dangled
+    already in a note whose lines moved here (``moved_from``) is not new."""
     names_after = _names_after(view, after)
+    moved = {(r.syntax, r.written) for p in moved_from for r in view.references.get(p, ()) if not _lands(view, r.target, set())}
     found = []
     for path, data in sorted(after.items()):
         if data is None or path not in view.notes or path in gone:
@@ -123,7 +125,7 @@ def newly_dangling(view: StoreView, after: Mapping[str, bytes | None], gone: set
             continue
         text = data.decode("utf-8", errors="replace")
         start = len(note.parts.header.decode("utf-8", errors="replace"))
-        broken_before = {(r.syntax, r.written) for r in view.references.get(path, ()) if not _lands(view, r.target, set())}
+        broken_before = moved | {(r.syntax, r.written) for r in view.references.get(path, ()) if not _lands(view, r.target, set())}
         for ref in find(path, text, start, view.syntaxes_in(path), names_after):
             if not _lands(view, ref.target, gone) and (ref.syntax, ref.written) not in broken_before:
                 found.append(Dangling(path, ref.line, ref.syntax, ref.written, "it does not resolve to a live note after the change"))

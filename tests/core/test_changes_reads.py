@@ -91,6 +91,14 @@ def test_a_merged_copy_naming_itself_names_the_survivor_after_the_merge():
     assert change.reads.dangling == ()
 
 
+def test_a_link_that_already_dangled_in_the_merged_away_note_is_not_new():
+    """Moving a line whose link pointed at nothing before the merge leaves no new dangling reference to hold the merge for."""
+    files = {"a.md": "Alpha.\nSee [gone](gone.md).\n", "b.md": "Alpha.\n"}
+    merged = b"Alpha.\n\n<!-- merged from a.md by dreamd -->\nSee [gone](gone.md).\n"
+    change = build(draft(MERGE, retire=("a.md",), survivor="b.md", survivor_data=merged), store(files), NOW)
+    assert change.reads.dangling == () and change.reads.holds == ()
+
+
 def test_relink_respells_or_unlinks_by_what_the_references_point_at():
     """A relink maps a gone target to its replacement, or to None to keep only the words."""
     files = {"a.md": "See [old](old.md) and [gone](gone.md).\n", "new.md": "New.\n"}
