@@ -4,7 +4,8 @@ Shared by the merge detectors so exact and near duplicates keep the same note. T
 is the note the store already leans on, decided in this order, each step only among the
 notes the one before left tied:
 
-1. pinned (it cannot be retired anyway), then notes that cannot be retired for another reason;
+1. pinned (it cannot be retired anyway), then notes that cannot be retired for another reason,
+   then notes a pinned note cites (that citation can never be rewritten);
 2. most referenced: other live notes and the index that refer to it (their references need
    no rewrite, and the name people cite stays);
 3. newest: by a real date, the frontmatter's ``updated_at`` (or ``modified``, ``created_at``...),
@@ -75,7 +76,7 @@ def ranked(view: StoreView, notes: Iterable[Note]) -> list[Note]:
 def _decide(view: StoreView, group: list[Note]) -> tuple[Note, str]:
     """The best survivor of ``group`` and why, step by step (see the module docstring)."""
     tied = group
-    for step in (_pinned, _unretirable, _most_referenced, _newest, _shortest_path):
+    for step in (_pinned, _unretirable, _cited_by_pinned, _most_referenced, _newest, _shortest_path):
         if len(tied) == 1:
             break
         narrowed = step(view, tied)
@@ -95,6 +96,11 @@ def _unretirable(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | 
     kept = [n for n in tied if not can_retire(view, n)]
     why = "it cannot be retired (a core file of the layout, or frontmatter dreamd cannot edit)"
     return (kept, why) if 0 < len(kept) < len(tied) else None
+
+
+def _cited_by_pinned(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:
+    kept = [n for n in tied if any(view.notes[s].pinned for s in view.referrers(n.path) if s in view.notes)]
+    return (kept, "a pinned note cites it, and a pinned note's references are never rewritten") if 0 < len(kept) < len(tied) else None
 
 
 def _most_referenced(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:

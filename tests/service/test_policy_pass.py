@@ -165,3 +165,38 @@ def test_once_the_budget_is_spent_the_rest_hold_without_reading_their_facts(make
     report = run_pass(make_app(config), config.stores["s"])
     assert (report.policy["accepted"], report.policy["held"]) == (1, 2)
     assert len(read) == 1
+
+
+def test_a_policy_never_accepts_a_merge_that_would_leave_a_reference_dangling(make_store, make_app, clock, read_tree):
+    """An exact-duplicate merge the default policy accepts holds instead when a pinned note cites the copy it retires (both copies pinned-cited: no survivor avoids it), and nothing is applied; its control, with the citations unpinned, is accepted and applied."""
+    ports = "---\nname: Ports\n---\nThe API listens on 8080.\n"
+    files = {"MEMORY.md": "# M\n- [Ports](ports.md)\n", "ports.md": ports, "ports-copy.md": ports.replace("Ports", "Ports copy"),
+             "rules.md": "---\npinned: true\n---\nSee [the copy](ports-copy.md).\n",
+             "more-rules.md": "---\npinned: true\n---\nSee [ports](ports.md).\n"}  # fmt: skip
+    root = make_store(files)
+    config = _config(root, policy="default", apply="accepted")
+    report = run_pass(make_app(config), config.stores["s"])
+    (merge,) = [o for o in report.outcomes if o.planned.draft.kind == "merge"]
+    view = get_proposal(make_app(config), merge.id)
+    assert (view.state, view.reads["holds"]) == ("pending", ["leaves 1 dangling reference"])
+    assert report.stats["policy"]["applied"] == 0 and read_tree(root) == {p: t.encode() for p, t in files.items()}
+    unpinned = {p: t.replace("pinned: true", "pinned: false") for p, t in files.items()}
+    control = make_store(unpinned, name="control")
+    config = parse_config({"stores": [{"name": "control", "path": str(control), "preset": "deepcode", "policy": "default", "apply": "accepted"}]})
+    clock.advance(minutes=1)
+    report = run_pass(make_app(config), config.stores["control"])
+    (merge,) = [o for o in report.outcomes if o.planned.draft.kind == "merge"]
+    assert get_proposal(make_app(config), merge.id).state == "applied"
+    assert "ports-copy.md" not in (control / "rules.md").read_text() + (control / "more-rules.md").read_text()
+
+
+def test_a_note_a_pinned_note_cites_survives_so_the_citation_stays_right(make_store, make_app):
+    """Of two exact copies, the one a pinned note cites is kept, so the merge needs no rewrite of the pinned note and no policy has to hold it."""
+    ports = "---\nname: Ports\n---\nThe API listens on 8080.\n"
+    root = make_store({"MEMORY.md": "# M\n- [Ports](ports.md)\n", "ports.md": ports, "ports-copy.md": ports,
+                       "rules.md": "---\npinned: true\n---\nSee [the copy](ports-copy.md).\n"})  # fmt: skip
+    config = _config(root, policy="default")
+    report = run_pass(make_app(config), config.stores["s"])
+    (merge,) = [o for o in report.outcomes if o.planned.draft.kind == "merge"]
+    assert merge.planned.draft.survivor == "ports-copy.md" and "a pinned note cites it" in merge.planned.draft.rationale
+    assert get_proposal(make_app(config), merge.id).state == "accepted"
