@@ -78,7 +78,9 @@ def reads_lines(reads: dict[str, Any]) -> list[str]:
     if reads.get("rewritten"):
         n = reads["rewritten"]
         lines.append(f"  references: {n} rewritten to point at the note that stays")
-    if reads.get("index_limit"):
+    if reads.get("index_limit") and not (reads.get("unloaded_before") or reads.get("unloaded_after")):
+        lines.append(f"  index: within what the agent loads ({reads['index_limit']})")
+    elif reads.get("index_limit"):
         lines.append(
             f"  index: the agent loads {reads['index_limit']}; entries it cannot see: "
             f"{reads.get('unloaded_before', 0)} before, {reads.get('unloaded_after', 0)} after"

@@ -235,3 +235,20 @@ def test_no_command_imports_litellm(example_store, tmp_path):
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr.strip().splitlines()[-1] == "[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0] [] []"
+
+
+def test_show_says_what_a_proposal_does_to_what_the_agent_reads(make_store, cli, db_url):
+    """show prints the references a merge rewrites, the ones it leaves dangling with file and line, and why no policy may accept it."""
+    ports = "---\nname: Ports\n---\nThe API listens on 8080.\n"
+    root = make_store({
+        "MEMORY.md": "# M\n- [Ports](ports.md)\n", "ports.md": ports, "ports-copy.md": ports.replace("Ports", "Ports copy"),
+        "rules.md": "---\npinned: true\n---\nSee [the copy](ports-copy.md).\n", "more-rules.md": "---\npinned: true\n---\nSee [ports](ports.md).\n",
+        "howto.md": "Also [the copy](ports-copy.md).\n",
+    })  # fmt: skip
+    assert cli("--db", db_url, "pass", "--store", str(root), "--preset", "deepcode").code == 0
+    (merge,) = [p for p in json.loads(cli("--db", db_url, "proposals", "--json").out) if p["kind"] == "merge"]
+    out = cli("--db", db_url, "show", str(merge["id"])).out
+    assert "  references: 1 rewritten to point at the note that stays\n" in out
+    assert "  holds: leaves 1 dangling reference (no policy may accept this; a person may)\n" in out
+    assert "  dangling: rules.md:4 markdown 'ports-copy.md': it sits in rules.md, which is pinned\n" in out
+    assert merge["reads"]["dangling"] == [{"source": "rules.md", "line": 4, "syntax": "markdown", "written": "ports-copy.md", "why": "it sits in rules.md, which is pinned"}]

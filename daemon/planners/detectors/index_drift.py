@@ -80,8 +80,8 @@ class IndexDrift:
         ]
         if said:
             tail = (
-                f" The lines of {_names(said)} say more than a link, and those words are not in any live note: dropping them "
-                "takes them out of what the agent reads (they stay in the history), so this is lossy."
+                f" The lines of {_names(said)} say more than a link: dropping them takes those words out of what the agent "
+                "reads first (they stay in the history), so this is lossy."
             )
         else:
             tail = " Only the index changes, and no words leave what the agent reads but entries naming notes that are gone."
