@@ -22,8 +22,10 @@ try:  # the C loader is ~10x faster; fall back when libyaml is absent
 except AttributeError:  # pragma: no cover - depends on the PyYAML build
     _Loader = yaml.SafeLoader
 
-_OPEN = re.compile(rb"\A---[ \t]*\r?\n")
+BOM = b"\xef\xbb\xbf"  # Windows editors start a file with it; it must not hide the frontmatter
+_OPEN = re.compile(rb"\A(?:\xef\xbb\xbf)?---[ \t]*\r?\n")
 _CLOSE = re.compile(rb"^(?:---|\.\.\.)[ \t]*\r?$", re.MULTILINE)
+MAX_FRONTMATTER = 64 * 1024  # bytes of YAML dreamd parses at all; a larger block is an error
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,8 @@ class Split:
 
 
 def split(data: bytes) -> Split:
-    """Separate frontmatter from body; a note without a closed ``---`` block has none."""
+    """Separate frontmatter from body; a note without a closed ``---`` block has none.
+    A leading UTF-8 byte order mark belongs to the header, kept byte for byte."""
     opening = _OPEN.match(data)
     if not opening:
         return Split(b"", b"", data)
@@ -60,10 +63,22 @@ def split(data: bytes) -> Split:
 
 
 def parse(inner: bytes) -> dict[str, Any]:
-    """Parse frontmatter YAML into a mapping; raise ValueError when it is not one."""
+    """Parse frontmatter YAML into a mapping; raise ValueError when it is not one.
+
+    Work is bounded: a block over MAX_FRONTMATTER bytes, or one using anchors and aliases
+    (a few hundred bytes of aliases expand to gigabytes: "billion laughs"), is refused
+    before any node is built.
+    """
     if not inner.strip():
         return {}
-    value = yaml.load(inner.decode("utf-8"), Loader=_Loader)  # noqa: S506 - safe loader
+    if len(inner) > MAX_FRONTMATTER:
+        raise ValueError(f"frontmatter is over {MAX_FRONTMATTER // 1024} KB")
+    text = inner.decode("utf-8")
+    if "&" in text or "*" in text:
+        for token in yaml.scan(text, Loader=_Loader):  # tokens only: linear, nothing expanded
+            if isinstance(token, (yaml.AnchorToken, yaml.AliasToken)):
+                raise ValueError("frontmatter uses YAML anchors or aliases")
+    value = yaml.load(text, Loader=_Loader)  # noqa: S506 - safe loader
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -123,7 +138,8 @@ def set_keys(data: bytes, values: dict[str, Any]) -> bytes:
     parts = split(data)
     if not parts.has_frontmatter:
         lines = b"".join(f"{k}: {render_scalar(v)}\n".encode() for k, v in values.items())
-        result = b"---\n" + lines + b"---\n" + data
+        bom = BOM if data.startswith(BOM) else b""
+        result = bom + b"---\n" + lines + b"---\n" + data[len(bom) :]
         _check(result, {}, values)
         return result
     try:

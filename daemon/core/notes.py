@@ -49,8 +49,9 @@ class Note:
     def _parsed(self) -> tuple[dict[str, Any], str | None]:
         try:
             return frontmatter.parse(self.parts.inner), None
-        except (ValueError, yaml.YAMLError, UnicodeDecodeError) as exc:
-            return {}, f"invalid frontmatter: {exc.__class__.__name__}"
+        except (ValueError, yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
+            detail = str(exc) if isinstance(exc, ValueError) and not isinstance(exc, UnicodeDecodeError) else exc.__class__.__name__
+            return {}, f"invalid frontmatter: {detail}"
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -66,7 +67,13 @@ class Note:
 
     @property
     def pinned(self) -> bool:
-        return self.pinned_by_setting or self.meta.get("pinned") is True
+        """Untouchable: pinned by a store setting, by a ``pinned`` key of any case with any
+        YAML-true value, or in doubt — frontmatter that does not parse, or a block that looks
+        like it declares a pin that no parse confirms. A pin must never hide."""
+        if self.pinned_by_setting or self.frontmatter_error or _says_pinned(self.meta):
+            return True
+        unclosed = not self.parts.has_frontmatter and self.data.removeprefix(frontmatter.BOM).startswith(b"---")
+        return unclosed and _LOOKS_PINNED.search(self.data[:4096]) is not None
 
     @property
     def status(self) -> str:
@@ -138,6 +145,24 @@ class Note:
         value = self.meta.get(key)
         items = value if isinstance(value, list) else [value]
         return [str(v).strip() for v in items if isinstance(v, str) and v.strip()]
+
+
+_PIN_KEYS = {"pinned", "pin"}
+_FALSE = {"false", "no", "off", "n", "0", ""}
+# a "pinned:" line near the top of a note whose frontmatter block never closed
+_LOOKS_PINNED = re.compile(rb"(?im)^\s*[\"']?pin(?:ned)?[\"']?\s*:\s*(?![\"']?(?:false|no|off|0)[\"']?\s*$)")
+
+
+def _says_pinned(meta: Mapping[str, Any]) -> bool:
+    """Any key spelled pinned (any case) whose value is not plainly false."""
+    for key, value in meta.items():
+        if str(key).strip().casefold() in _PIN_KEYS:
+            if value is False or value is None or value == 0:
+                continue
+            if isinstance(value, str) and value.strip().casefold() in _FALSE:
+                continue
+            return True
+    return False
 
 
 def as_utc(value: Any) -> dt.datetime | None:

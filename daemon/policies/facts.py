@@ -4,8 +4,9 @@ Frontmatter comes from the proposal's base (what the pass saw); which notes it r
 comparing base and result, so a note retired in place (marked, not moved) counts like an
 archived one. A note's age counts from its frontmatter ``updated_at`` (else ``created_at``);
 a note without either has an unknown age, and a rule about age does not match it. ``pinned``
-is true when a note the proposal changes says ``pinned: true``; pinned globs in store settings
-are not looked up here (apply checks them again, whatever decided).
+is true when a note the proposal changes is pinned by its own bytes (``Note.pinned``: any
+spelling, or frontmatter in doubt); pinned globs in store settings are not looked up here
+(apply checks them again, whatever decided).
 """
 
 from __future__ import annotations
@@ -27,19 +28,19 @@ def facts_of(view: Any, blobs: Mapping[str, bytes], now: dt.datetime) -> Facts:
     retire = tuple(retired) if view.kind in (MERGE, SUPERSEDE, SOFT_EXPIRE) else ()
     meta: dict[str, dict[str, Any]] = {}
     ages: dict[str, float] = {}
+    pinned = False
     for note in notes:
         data = blobs.get(base.get(note) or "")
         if data is None:
             continue
         parsed = Note(note, data, base.get(note) or "")
+        pinned = pinned or (parsed.pinned and result.get(note, base.get(note)) != base.get(note))
         if parsed.frontmatter_error:
-            continue  # unreadable frontmatter: unknown
+            continue  # unreadable frontmatter: unknown (and, being in doubt, pinned)
         meta[note] = parsed.meta
         age = _age(meta[note], now)
         if age is not None:
             ages[note] = age
-    changed = [n for n in notes if n in meta and result.get(n, base.get(n)) != base.get(n)]
-    pinned = any(meta[n].get("pinned") is True for n in changed)
     reads = ReadFacts.from_dict(getattr(view, "reads", None))
     return Facts(
         kind=view.kind, source=view.source, confidence=float(view.confidence), lossy=bool(view.lossy),

@@ -169,3 +169,32 @@ def test_stored_proposals_keep_every_pinned_notes_base_hash(make_store, make_app
         for path in PINNED:
             if path in proposal.result:
                 assert proposal.result[path] == proposal.base[path], (proposal.id, path)
+
+
+HIDDEN_PINS = {
+    "MEMORY.md": "# Memory\n\n- [Rules](rules.md) — team rules\n- [Deploy](deploy.md) — how we deploy\n",
+    # a Windows editor's byte order mark before the fence; its copy is newer
+    "rules.md": b"\xef\xbb\xbf---\r\nname: Rules\r\npinned: true\r\n---\r\nAlways wrap errors with context.\r\n",
+    "rules-copy.md": "---\nname: Rules copy\nupdated_at: 2025-02-01\n---\nalways wrap errors  with context.\n",
+    # a quoted, capitalised pin; and one whose YAML does not parse, with an expired TTL
+    "deploy.md": "---\nPinned: \"true\"\nttl_days: 1\nupdated_at: 2020-01-01\n---\n" + GUIDE,
+    "deploy-2.md": GUIDE + "Rollbacks reuse it.\n",
+    "ops.md": "---\ntags: [ops, deploy\npinned: true\nttl_days: 1\nupdated_at: 2020-01-01\n---\nPage the on-call first.\n",
+    "ops-copy.md": "---\nupdated_at: 2025-02-01\n---\nPage the on-call first.\n",
+}
+
+
+def test_pins_that_hide_are_still_pins_through_a_policy_that_applies(make_store, make_app, read_tree):
+    """A BOM before the fence, a quoted capitalised pin and broken YAML around a pin keep their notes byte for byte under policy "default" with apply = "accepted"."""
+    root = make_store(HIDDEN_PINS)
+    before = read_tree(root)
+    config = parse_config({"stores": [{"name": "s", "path": str(root), "preset": "deepcode", "policy": "default", "apply": "accepted"}]})
+    app = make_app(config)
+    report = run_pass(app, config.stores["s"])
+    after = read_tree(root)
+    for path in ("rules.md", "deploy.md", "ops.md"):
+        assert after[path] == before[path], path
+    retired = {p for o in report.outcomes if o.state == "pending" for p in o.planned.draft.retire}
+    assert retired.isdisjoint({"rules.md", "deploy.md", "ops.md"})
+    merges = {o.planned.draft.survivor for o in report.outcomes if o.planned.draft.kind == "merge" and o.state == "pending"}
+    assert merges <= {"rules.md", "ops.md"}  # the pinned note survives, unchanged; deploy-2's extra line never goes into deploy.md
