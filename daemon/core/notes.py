@@ -85,6 +85,11 @@ class Note:
         return self.status == ACTIVE
 
     @cached_property
+    def lines(self) -> list[str]:
+        """The note's text split on ``\\n`` once (evidence quotes many lines of one note)."""
+        return self.data.decode("utf-8", errors="replace").split("\n")
+
+    @cached_property
     def normalised_body(self) -> str:
         """Body with case and whitespace folded: the exact-duplicate identity."""
         return " ".join(self.body.casefold().split())  # str.split: C speed, Unicode whitespace

@@ -14,8 +14,11 @@ from daemon.core.proposals import Evidence
 MAX_QUOTE = 200
 
 
+MAX_EVIDENCE = 50  # quotes one proposal carries; the rationale counts the rest
+
+
 def _lines(note: Note) -> list[str]:
-    return note.data.decode("utf-8", errors="replace").split("\n")
+    return note.lines
 
 
 def quote(note: Note, first: int, last: int | None = None) -> Evidence:

@@ -112,3 +112,14 @@ def test_notes_retired_by_earlier_detectors_are_not_added():
     view = StoreView(notes={p: Note(p, b, hash_bytes(b)) for p, b in files.items()}, index=IndexSpec("MEMORY.md", "links"))
     drafts = run_detectors(PlanContext(view=view, now=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)))
     assert [d.kind for d in drafts] == ["merge"]
+
+
+def test_an_index_of_thousands_of_dangling_links_is_quoted_in_linear_work():
+    """36,000 dangling entries give one draft carrying 50 quotes, each cut from one shared split of the index."""
+    from daemon.planners.evidence import MAX_EVIDENCE
+
+    index, spec = memory_index(*(f"- [Gone {i}](gone-{i}.md) — a note that is not there" for i in range(36_000)))
+    store = view(index, note("a.md", "a\n"), index=spec)
+    (draft,) = detect(store)
+    assert len(draft.index_drop) == 36_000 and len(draft.evidence) == MAX_EVIDENCE
+    assert store.notes["MEMORY.md"].lines is store.notes["MEMORY.md"].lines  # split once, cached

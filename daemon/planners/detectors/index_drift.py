@@ -26,7 +26,7 @@ from daemon.core.notes import Note
 from daemon.core.proposals import REINDEX, Draft, Evidence
 from daemon.core.view import StoreView
 from daemon.planners.context import PlanContext, source_of
-from daemon.planners.evidence import first_body_line, quote
+from daemon.planners.evidence import MAX_EVIDENCE, first_body_line, quote
 
 _LINK = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)")
 _WORDS = re.compile(r"\w")
@@ -92,15 +92,15 @@ class IndexDrift:
                 f" Not added: {_names(unloaded)}: {view.reader.agent} would not load {'its entry' if len(unloaded) == 1 else 'their entries'} "
                 f"({view.index.limit.describe()}); fold notes together or shorten the index to make room."
             )
-        evidence = [quote(index, line) for path in (*dangling, *retired) for line in listed[path]]
-        evidence += [e for e in map(first_body_line, (view.notes[p] for p in unlisted)) if e]
+        evidence = [quote(index, line) for path in (*dangling, *retired)[:MAX_EVIDENCE] for line in listed[path][:1]]
+        evidence += [e for e in map(first_body_line, (view.notes[p] for p in unlisted[:MAX_EVIDENCE])) if e]
         return Draft(
             kind=REINDEX,
             source=source_of(self),
             confidence=0.9,
             title=f"Reindex {index.path}: {', '.join(p for p in parts if p)}",
             rationale=f"{index.path} has drifted: {'; '.join(w for w in why if w)}.{tail}",
-            evidence=tuple(dict.fromkeys(evidence)),
+            evidence=tuple(dict.fromkeys(evidence))[:MAX_EVIDENCE],
             index_drop=tuple(sorted(dangling + retired)),
             index_add=tuple(unlisted),
             lossy=bool(said),
@@ -129,7 +129,7 @@ class IndexDrift:
                 "(its name, status and note, nothing more), where the agent looks for the task's details. "
                 "Nothing is removed; check that the tasks are still wanted."
             ),
-            evidence=tuple(evidence),
+            evidence=tuple(evidence[:MAX_EVIDENCE]),
             create=tuple(create),
         )
 
