@@ -8,6 +8,7 @@ change look new the next day.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import posixpath
 from typing import Any
@@ -202,13 +203,19 @@ def _as_change(view: StoreView, read: set[str], after: dict[str, bytes | None], 
 
 
 def key_of(draft: Draft, view: StoreView) -> str:
-    """The draft's change key: content at a fixed time, the index and reference rewrites left out.
+    """The draft's change key: content only, at a fixed time, the index and reference rewrites left out.
 
-    The index and notes that only have a reference rewritten are left out because unrelated
-    edits to them must not resurrect a rejected merge; reindex drafts are keyed on the
-    entries they add and drop instead, relink drafts on what they repoint.
+    Nothing derived from file times enters it (an expiry's reason names the date its TTL ran
+    out, which a checkout moves; a merge's survivor can turn on file times), so a rejected
+    change stays rejected after a ``touch``: a merge is keyed on the notes it merges and their
+    bytes, other kinds on what they write without their reason. The index and notes that only
+    have a reference rewritten are left out because unrelated edits to them must not
+    resurrect a rejected merge; reindex drafts are keyed on the entries they add and drop
+    instead, relink drafts on what they repoint.
     """
-    canonical = build(draft, view, KEY_EPOCH, with_index=False)
+    if draft.kind == MERGE:  # which notes merge, whichever survives: a rejection must not come back reversed
+        return change_key(MERGE, {p: view.notes[p].hash for p in sorted(draft.notes)}, {}, ("group",))
+    canonical = build(dataclasses.replace(draft, reason=""), view, KEY_EPOCH, with_index=False)  # reasons cite dates from file times
     own = set(draft.notes) | {p for p in canonical.result if p.startswith(view.archive_dir + "/")}
     keep = (lambda p: True) if draft.kind == RELINK else own.__contains__
     base = {p: h for p, h in canonical.base.items() if keep(p) and not view.is_index(p)}

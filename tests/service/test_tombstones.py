@@ -123,3 +123,45 @@ def test_index_lists_a_note_whose_merge_was_rejected(make_store, make_app, clock
     second = run_pass(app, store)
     reindex = next(o for o in second.outcomes if o.planned.draft.kind == "reindex")
     assert reindex.planned.draft.index_add == ("b.md", "c.md")
+
+
+def _mtime(path, seconds: int) -> None:
+    import os
+
+    os.utime(path, (seconds, seconds))
+
+
+def test_a_rejected_expiry_counted_from_a_file_time_stays_rejected_after_a_checkout(make_store, make_app, clock):
+    """An expiry whose TTL counts from the file's mtime, rejected, is suppressed after the mtime moves (a checkout), though its reason names another date."""
+    root = make_store({"status.md": "---\nttl_days: 14\n---\nThe release is frozen.\n"})
+    _mtime(root / "status.md", 1_700_000_000)
+    store = adhoc_store(root, "generic")
+    app = make_app()
+    (expiry,) = [o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "soft-expire"]
+    decide(app, expiry.id, "reject", "still frozen")
+    _mtime(root / "status.md", 1_710_000_000)  # another date, still past the TTL
+    (root / "other.md").write_text("Something else changed, so the pass runs.\n")
+    clock.advance(days=1)
+    (again,) = [o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "soft-expire"]
+    assert again.planned.draft.reason != expiry.planned.draft.reason  # the date it names moved
+    assert again.state == "suppressed"
+
+
+def test_a_rejected_merge_does_not_come_back_reversed_when_file_times_flip(make_store, make_app, clock):
+    """Two copies whose survivor a file time decided: rejected, then their mtimes swapped, the reversed merge is suppressed."""
+    body = "The staging database is rebuilt every night.\n"
+    root = make_store({"a-note.md": body, "b-note.md": body})
+    _mtime(root / "a-note.md", 1_700_000_000)
+    _mtime(root / "b-note.md", 1_700_100_000)
+    store = adhoc_store(root, "generic")
+    app = make_app()
+    (merge,) = [o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge"]
+    assert merge.planned.draft.survivor == "b-note.md"
+    decide(app, merge.id, "reject", "both are needed")
+    _mtime(root / "a-note.md", 1_700_100_000)
+    _mtime(root / "b-note.md", 1_700_000_000)
+    (root / "other.md").write_text("Something else changed, so the pass runs.\n")
+    clock.advance(days=1)
+    (again,) = [o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge"]
+    assert again.planned.draft.survivor == "a-note.md"  # reversed
+    assert again.state == "suppressed"
