@@ -44,8 +44,19 @@ def archive_path(view: StoreView, path: str, taken: set[str]) -> str:
     n = 1
     while candidate in view.archived or candidate in taken or candidate in view.notes:
         n += 1
-        candidate = f"{stem}.{n}{ext}"
+        candidate = _fitting_name(stem, f".{n}{ext}")
     return candidate
+
+
+NAME_MAX = 255  # bytes in one file name, on every file system a store lives on
+
+
+def _fitting_name(stem: str, tail: str) -> str:
+    """``stem + tail``, the last component cut (at a character) so it stays a legal file name."""
+    folder, _, name = stem.rpartition("/")
+    room = NAME_MAX - len(tail.encode("utf-8"))
+    name = name.encode("utf-8")[:room].decode("utf-8", "ignore")
+    return f"{folder}/{name}{tail}" if folder else f"{name}{tail}"
 
 
 def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool = True) -> Change:

@@ -171,17 +171,28 @@ def _says_pinned(meta: Mapping[str, Any]) -> bool:
 
 
 def as_utc(value: Any) -> dt.datetime | None:
-    """Read a YAML date, datetime or ISO string as an aware UTC datetime."""
-    if isinstance(value, dt.datetime):
-        return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
-    if isinstance(value, dt.date):
-        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
-    if isinstance(value, str):
-        try:
+    """Read a YAML date, datetime or ISO string as an aware UTC datetime; None when it is
+    not one, or lies outside what a UTC datetime can hold (9999-12-31 at -12:00)."""
+    try:
+        if isinstance(value, dt.datetime):
+            return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+        if isinstance(value, dt.date):
+            return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc)
+        if isinstance(value, str):
             return as_utc(dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
-        except ValueError:
-            return None
+    except (ValueError, OverflowError):
+        return None
     return None
+
+
+def file_time(mtime_ns: int) -> dt.datetime | None:
+    """A file's modification time as aware UTC; None when unknown (0) or out of range."""
+    if mtime_ns <= 0:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(mtime_ns / 1e9, dt.timezone.utc)
+    except (ValueError, OverflowError, OSError):
+        return None
 
 
 def retired_notes(files: Mapping[str, tuple[str | None, str | None]], blobs: Mapping[str, bytes]) -> list[str]:

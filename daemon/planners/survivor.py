@@ -22,7 +22,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from daemon.core.notes import Note
+from daemon.core.notes import Note, file_time
 from daemon.core.view import StoreView
 
 MTIME_MARGIN_S = 1.0
@@ -138,9 +138,8 @@ def _when(note: Note) -> tuple[dt.datetime, str] | None:
     dated = note.dated()
     if dated is not None:
         return dated
-    if note.mtime_ns > 0:
-        return dt.datetime.fromtimestamp(note.mtime_ns / 1e9, dt.timezone.utc), FILE_TIME
-    return None
+    moment = file_time(note.mtime_ns)
+    return (moment, FILE_TIME) if moment is not None else None
 
 
 def _shortest_path(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:

@@ -81,7 +81,8 @@ def write_atomic(root: StoreRoots | Path, rel: str, data: bytes, *, mtime_ns: in
     if temp_dir is not None:
         folder = resolve_in_store(root, temp_dir)
         _make_parents(_base(root, temp_dir), folder, temp_dir)
-    tmp = folder / f".{path.name[:200]}{TEMP_MARKER}{secrets.token_hex(8)}"
+    short = path.name.encode("utf-8", "surrogateescape")[:160].decode("utf-8", "ignore")  # room for the marker
+    tmp = folder / f".{short}{TEMP_MARKER}{secrets.token_hex(8)}"
     created = False
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _NEW_FILE_MODE)

@@ -23,7 +23,7 @@ from daemon.stores.presets import StoreSettings
 
 NEVER_SCANNED = (".git",)  # a repository's own folder is never notes, whoever lists it
 
-SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file")
+SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file", "bad-name", "hard-link")
 _BINARY_PROBE = 8192
 # A symlink or socket swapped in after listing fails open(); name it for what it is.
 _OPEN_ERRORS: dict[int | None, str] = {errno.ELOOP: "symlink", errno.ENXIO: "special-file"}
@@ -119,7 +119,9 @@ class _Walk:
             entries, prefix, target = pending.pop()
             for entry in entries:
                 rel = prefix + entry.name
-                if entry.is_symlink():
+                if not _utf8(entry.name):
+                    self.skipped.append(Skipped(printable(rel), "bad-name"))  # no UTF-8 name to record it under
+                elif entry.is_symlink():
                     self.skipped.append(Skipped(rel, "symlink"))
                 elif self.settings.is_excluded(rel):
                     continue
@@ -154,6 +156,19 @@ class _Walk:
         if not listing.recursive or (name.startswith(".") and not listing.dot_dirs):
             return None
         return target
+
+
+def _utf8(name: str) -> bool:
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:  # bytes that are not UTF-8, kept by the OS as surrogates
+        return False
+    return True
+
+
+def printable(name: str) -> str:
+    """A name as it can be shown and stored: undecodable bytes as \\xNN escapes."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def _listing(path: str) -> list[os.DirEntry[str]]:

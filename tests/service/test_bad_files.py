@@ -69,3 +69,26 @@ def test_configured_size_limit_and_unreadable_file_never_crash_the_pass(make_sto
         expected.pop("locked.md")
     assert {s.path: s.reason for s in report.skipped_files} == expected
     assert report.status == "completed"
+
+
+def test_notes_that_used_to_stop_every_pass_are_skipped_or_read_and_the_pass_completes(make_store, make_app, tmp_path, clock):
+    """A date beyond what UTC can hold, a file name that is not UTF-8, and a 254-byte name whose archive name is taken: the pass (dry run too) completes, the name is reported, the rest is proposed."""
+    long_name = "n" * 251 + ".md"  # 254 bytes: with ".2" it would be 256
+    body = "The staging database is rebuilt every night from a dump.\n"
+    root = make_store({
+        "far.md": "---\nvalid_to: 9999-12-31T23:59:59-12:00\n---\nFar future.\n",
+        "early.md": "---\nupdated_at: 0001-01-01T00:00:00+01:00\nttl_days: 1\n---\nVery old.\n",
+        long_name: body, "copy.md": "---\nupdated_at: 2030-01-01\n---\n" + body,
+    })  # fmt: skip
+    (root / ".dreamd-archive").mkdir()
+    (root / ".dreamd-archive" / long_name).write_text("an earlier retirement\n")
+    os.close(os.open(os.path.join(os.fsencode(root), b"caf\xe9.md"), os.O_CREAT | os.O_WRONLY, 0o644))
+    store = adhoc_store(root, "deepcode")
+    for dry in (True, False):
+        report = run_pass(make_app(), store, dry_run=dry)
+        assert report.status in ("completed", "dry-run")
+        assert [(s.path, s.reason) for s in report.skipped_files] == [("caf\\xe9.md", "bad-name")]
+    (merge,) = [o for o in report.outcomes if o.planned.draft.kind == "merge"]
+    assert merge.state == "pending" and merge.planned.draft.retire == (long_name,)
+    archived = [p for p in merge.planned.change.result if p.startswith(".dreamd-archive/")]
+    assert len(archived[0].rsplit("/", 1)[1].encode()) <= 255 and archived[0].endswith(".2.md")

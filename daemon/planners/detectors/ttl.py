@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 
-from daemon.core.notes import Note
+from daemon.core.notes import Note, file_time
 from daemon.core.view import StoreView
 from daemon.core.proposals import SOFT_EXPIRE, Draft
 from daemon.planners.context import DetectorSettings, PlanContext, source_of
@@ -58,8 +58,8 @@ def _start(note: Note, settings: DetectorSettings) -> tuple[dt.datetime | None, 
     for key in ("updated_at", "created_at"):
         if note.meta.get(key) is not None:
             return note.meta_time(key), key
-    if settings.use_mtime_for_ttl and note.mtime_ns > 0:
-        return dt.datetime.fromtimestamp(note.mtime_ns / 1e9, dt.timezone.utc), MTIME
+    if settings.use_mtime_for_ttl:
+        return file_time(note.mtime_ns), MTIME
     return None, MTIME
 
 
