@@ -75,3 +75,37 @@ def test_blob_delete_is_refused(engine):
             conn.execute(delete(blobs))
     with engine.connect() as conn:
         assert conn.execute(select(func.count()).select_from(blobs)).scalar_one() == 1
+
+
+def test_insert_or_replace_cannot_rewrite_an_event(engine):
+    """A REPLACE of an existing event (SQLite's INSERT OR REPLACE, PostgreSQL's ON CONFLICT DO UPDATE) is refused; the event keeps its actor."""
+    _add_event(engine)
+    with engine.connect() as conn:
+        event_id = conn.execute(select(events.c.id)).scalar_one()
+    if engine.dialect.name == "sqlite":
+        forge = "INSERT OR REPLACE INTO events (id, store_id, seq, at, type, actor, surface, payload) SELECT id, store_id, seq, at, type, 'human:forged', surface, payload FROM events WHERE id = ?"
+        args = (event_id,)
+    else:
+        forge = "INSERT INTO events (id, store_id, seq, at, type, actor, surface, payload) SELECT id, store_id, seq, at, type, 'human:forged', surface, payload FROM events WHERE id = %s ON CONFLICT (id) DO UPDATE SET actor = EXCLUDED.actor"
+        args = (event_id,)
+    with pytest.raises(IntegrityError, match="append-only"):
+        with engine.begin() as conn:
+            conn.exec_driver_sql(forge, args)
+    with engine.connect() as conn:
+        assert conn.execute(select(events.c.actor)).scalar_one() == "human:ana"
+
+
+def test_insert_or_replace_cannot_swap_a_blob(engine):
+    """A REPLACE of an existing blob leaves its bytes as they were; inserting a new blob still works."""
+    _add_blob(engine)
+    if engine.dialect.name == "sqlite":
+        with engine.begin() as conn:
+            conn.exec_driver_sql("INSERT OR REPLACE INTO blobs (hash, size, data) VALUES (?, 3, ?)", ("a" * 64, b"xyz"))
+    else:
+        with pytest.raises(IntegrityError):
+            with engine.begin() as conn:
+                conn.exec_driver_sql("INSERT INTO blobs (hash, size, data) VALUES (%s, 3, %s) ON CONFLICT (hash) DO UPDATE SET data = EXCLUDED.data", ("a" * 64, b"xyz"))
+    with engine.begin() as conn:
+        conn.execute(insert(blobs).values(hash="b" * 64, size=3, data=b"def"))
+    with engine.connect() as conn:
+        assert dict(conn.execute(select(blobs.c.hash, blobs.c.data)).all()) == {"a" * 64: b"abc", "b" * 64: b"def"}
