@@ -16,7 +16,7 @@ import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
-from daemon.core.errors import ConflictError, ProposalError
+from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError
 from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, REVERTED, STALE, check_transition
 from daemon.db import repo
@@ -26,7 +26,7 @@ from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.recovery import finish_journal, recover
+from daemon.service.recovery import fail_journal, finish_journal, recover
 from daemon.service.review import locate, mark_stale
 from daemon.service.workspace import roots_of, store_config_for_id, store_name as store_name_of
 from daemon.stores import files as store_files
@@ -129,6 +129,12 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
     except ConflictError:
         recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
         raise
+    except DreamdError as exc:  # any other failure mid-write: closed, never left "writing"
+        fail_journal(app, store_id, journal_id, proposal_id, exc)
+        raise ApplyError(
+            f"{operation} of proposal {proposal_id} failed while writing: {exc}",
+            hint=f"nothing is half-written; dreamd verify names journal {journal_id}, dreamd resolve {journal_id} ends it",
+        ) from exc
     scan = scan_store(roots, store.settings)
     with app.engine().begin() as conn:
         finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, scan, proposal=proposal)

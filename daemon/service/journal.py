@@ -81,7 +81,9 @@ def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, by
     _refuse_edited(current, allowed)
     for path in sorted(p for p, h in want.items() if h is not None):
         if current[path] != want[path]:
-            data = blobs[want[path]]  # type: ignore[index]
+            data = blobs.get(want[path])  # type: ignore[arg-type]
+            if data is None:
+                raise StoreError(f"the bytes {path} should get are missing from the state database; refusing to write it")
             if hash_bytes(data) != want[path]:
                 raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
             _refuse_edited(on_disk(root, [path]), allowed)

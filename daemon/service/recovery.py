@@ -17,6 +17,7 @@ import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
+from daemon.core.errors import DreamdError
 from daemon.core.hashing import manifest_changes, root_hash
 from daemon.core.notes import Note, retired_notes
 from daemon.core.proposals import APPLIED, REVERTED
@@ -70,7 +71,11 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
             continue
         with engine.connect() as conn:
             blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
-        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots))
+        try:
+            journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots))
+        except DreamdError as exc:  # a missing or bad blob, a write the file system refuses, an edit meanwhile
+            fail_journal(app, row.id, entry.id, entry.proposal_id, exc)
+            continue
         scan = scan_store(roots, store.settings)
         with engine.begin() as conn:
             finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan, recovered=True)
@@ -79,6 +84,16 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
     if pending:
         store_files.cleanup_temp_files(roots)
     return done
+
+
+def fail_journal(app: App, store_id: int, journal_id: int, proposal_id: int, error: Exception) -> None:
+    """Close a journal whose writes failed as ``conflict``, so the store never wedges: verify
+    names it, and resolve rolls back what dreamd wrote and keeps what anyone else did."""
+    now = app.clock()
+    with app.engine().begin() as conn:
+        repo.close_journal(conn, store_id, journal_id, "conflict", now)
+        repo.add_event(conn, store_id, "journal.failed", app.actor, app.surface, now, {"journal": journal_id, "error": str(error)}, proposal_id=proposal_id)
+    log.warning("journal.failed", journal=journal_id, proposal_id=proposal_id, error=str(error))
 
 
 def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], scan: ScanResult, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False) -> None:

@@ -73,3 +73,67 @@ def test_resolve_from_the_cli(example_store, make_app, cli, tmp_path):
     done = cli("--db", db, "resolve", str(journal_id))
     assert done.code == 0, done.err
     assert f"restored {written}" in done.out and f"kept {edited} (edited by someone else)" in done.out
+
+
+def _failing_second_write(monkeypatch):
+    """The file system refuses dreamd's second write of a journal (a full disk, a read-only mount)."""
+    from daemon.core.errors import StoreError
+    from daemon.stores import files
+
+    real, calls = files.write_atomic, []
+
+    def write_atomic(*args, **kwargs):
+        calls.append(args[1])
+        if len(calls) == 2:
+            raise StoreError(f"cannot write {args[1]}: No space left on device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(files, "write_atomic", write_atomic)
+
+
+def test_a_write_that_fails_mid_journal_never_wedges_the_store(example_store, make_app, clock, monkeypatch, read_tree):
+    """An apply whose second write fails says so in one line and closes its journal as a conflict; verify names it, resolve restores dreamd's first write, and passes, applies and verify work again."""
+    from daemon.core.errors import ApplyError
+    from daemon.service.apply import apply
+
+    app = make_app()
+    store = adhoc_store(example_store, "deepcode")
+    before = read_tree(example_store)
+    merge = next(o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge")
+    decide(app, merge.id, "accept")
+    _failing_second_write(monkeypatch)
+    with pytest.raises(ApplyError, match="failed while writing: cannot write .*No space left on device") as failed:
+        apply(app, [merge.id])
+    assert "dreamd resolve" in failed.value.hint
+    monkeypatch.undo()
+    problems = verify(app, store).problems
+    assert any("is conflict" in p for p in problems)
+    with app.engine().connect() as conn:
+        (entry,) = repo.unfinished_journals(conn, repo.find_store(conn, store.name).id, ("conflict",))
+    resolution = resolve(app, entry.id)
+    assert resolution.restored and not resolution.kept
+    assert read_tree(example_store) == before  # what dreamd wrote is rolled back byte for byte
+    assert get_proposal(app, merge.id).state == "stale"
+    clock.advance(minutes=1)
+    assert run_pass(app, store).status in ("completed", "skipped") and verify(app, store).clean  # no longer wedged
+
+
+def test_a_crashed_journal_that_cannot_be_rolled_forward_is_closed_not_retried_forever(example_store, make_app, clock):
+    """Recovery of a journal whose bytes are missing from the database closes it as a conflict: verify reports it once, and the next pass runs instead of failing on it."""
+    app = make_app()
+    store = adhoc_store(example_store, "deepcode")
+    merge = next(o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge")
+    decide(app, merge.id, "accept")
+    from daemon.core.hashing import hash_bytes
+
+    now_hash = hash_bytes((example_store / "architecture.md").read_bytes())
+    with app.engine().begin() as conn:
+        store_id = repo.find_store(conn, store.name).id
+        steps = [{"path": "architecture.md", "before": now_hash, "after": "f" * 64}]  # bytes never stored
+        journal_id = repo.open_journal(conn, store_id, merge.id, "apply", steps, app.clock())
+    assert recover(app, store) == []
+    with app.engine().connect() as conn:
+        assert [j.id for j in repo.unfinished_journals(conn, store_id, ("conflict",))] == [journal_id]
+        assert repo.unfinished_journals(conn, store_id) == []  # none left "writing"
+    clock.advance(minutes=1)
+    assert run_pass(app, store).status in ("completed", "skipped")
