@@ -125,7 +125,7 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
         journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock())
     try:
         roots = roots_of(store)
-        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots))
+        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=journal_id)
     except ConflictError:
         recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
         raise

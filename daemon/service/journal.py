@@ -66,7 +66,7 @@ def mismatches(root: StoreRoots | Path, expected: Mapping[str, str | None]) -> l
     return sorted(p for p, h in expected.items() if current[p] != h)
 
 
-def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False) -> None:
+def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False, journal_id: int | None = None) -> None:
     """Bring each step's file to its after hash (``undo``: its before hash): writes first,
     removals last. ``temp_dir`` is where temporary files wait for their rename.
 
@@ -87,7 +87,7 @@ def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, by
             if hash_bytes(data) != want[path]:
                 raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
             _refuse_edited(on_disk(root, [path]), allowed)
-            files.write_atomic(root, path, data, temp_dir=temp_dir)
+            files.write_atomic(root, path, data, temp_dir=temp_dir, tag=files.temp_tag(journal_id) if journal_id is not None else "")
     for path in sorted(p for p, h in want.items() if h is None):
         if current[path] is not None:
             _refuse_edited(on_disk(root, [path]), allowed)

@@ -72,7 +72,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         with engine.connect() as conn:
             blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
         try:
-            journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots))
+            journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=entry.id)
         except DreamdError as exc:  # a missing or bad blob, a write the file system refuses, an edit meanwhile
             fail_journal(app, row.id, entry.id, entry.proposal_id, exc)
             continue
@@ -82,7 +82,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
     if pending:
-        store_files.cleanup_temp_files(roots)
+        store_files.cleanup_temp_files(roots, tuple(store_files.temp_tag(entry.id) for entry in pending))
     return done
 
 

@@ -55,7 +55,7 @@ def resolve(app: App, journal_id: int) -> Resolution:
         kept = sorted(s.path for s in steps if current[s.path] not in (s.before, s.after))
         with app.engine().connect() as conn:
             blobs = repo.get_blobs(conn, [s.before for s in ours if s.before])
-        journal.write(roots, ours, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True)
+        journal.write(roots, ours, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True, journal_id=journal_id)
         now = app.clock()
         restored = sorted(s.path for s in ours)
         with app.engine().begin() as conn:

@@ -19,7 +19,14 @@ from daemon.core.errors import StoreError, UnsafePathError
 from daemon.stores.paths import StoreRoots, as_roots, resolve_in_store, store_root
 
 TEMP_MARKER = ".dreamd-tmp-"
-_TEMP_NAME = re.compile(r"\..+" + re.escape(TEMP_MARKER) + r"[0-9a-f]+\Z", re.S)
+# ".<name>.dreamd-tmp-j<journal>-<random hex>": the journal id says whose temp file it is
+_TEMP_NAME = re.compile(r"\..+" + re.escape(TEMP_MARKER) + r"(j\d+-)?[0-9a-f]+\Z", re.S)
+_SKIPPED_FOLDERS = (".git",)  # never searched for temp files: dreamd never writes there
+
+
+def temp_tag(journal_id: int) -> str:
+    """The part of a temp file's name that names the journal it was written for."""
+    return f"j{journal_id}-"
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 # What open(2) and mkdir(2) ask for; the umask, or a default ACL on the store folder (how a
 # service user shares a store with the agent's user, see systemd/README.md), decides the rest.
@@ -66,13 +73,14 @@ def read_file(root: StoreRoots | Path, rel: str) -> bytes | None:
         os.close(fd)
 
 
-def write_atomic(root: StoreRoots | Path, rel: str, data: bytes, *, mtime_ns: int | None = None, temp_dir: str | None = None) -> None:
+def write_atomic(root: StoreRoots | Path, rel: str, data: bytes, *, mtime_ns: int | None = None, temp_dir: str | None = None, tag: str = "") -> None:
     """Replace (or create) a store file with ``data`` atomically, creating parent folders.
 
     The new file keeps the mode of the one it replaces; ``mtime_ns`` restores a
     modification time, as revert does. ``temp_dir`` (a store folder, e.g. the archive)
     holds the temporary file until the rename, so a crash never leaves one beside the
-    notes: DeepCode lists every top-level file of its store as a memory.
+    notes: DeepCode lists every top-level file of its store as a memory. ``tag`` (``temp_tag``)
+    names the journal in the temp file's name, so recovery removes only its own temp files.
     """
     path = resolve_in_store(root, rel)
     mode = _replaced_mode(path, rel)
@@ -82,7 +90,7 @@ def write_atomic(root: StoreRoots | Path, rel: str, data: bytes, *, mtime_ns: in
         folder = resolve_in_store(root, temp_dir)
         _make_parents(_base(root, temp_dir), folder, temp_dir)
     short = path.name.encode("utf-8", "surrogateescape")[:160].decode("utf-8", "ignore")  # room for the marker
-    tmp = folder / f".{short}{TEMP_MARKER}{secrets.token_hex(8)}"
+    tmp = folder / f".{short}{TEMP_MARKER}{tag}{secrets.token_hex(8)}"
     created = False
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _NEW_FILE_MODE)
@@ -130,8 +138,10 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def find_temp_files(root: StoreRoots | Path) -> list[str]:
-    """Temp files a crashed write left anywhere in the store's roots (symlinked folders not followed)."""
+def find_temp_files(root: StoreRoots | Path, tags: tuple[str, ...] | None = None) -> list[str]:
+    """Temp files a crashed write of a journal left in the store's roots (symlinked folders and
+    ``.git`` not searched); with ``tags``, only those of these journals. A file that merely looks
+    like an untagged temp file is someone else's, and is never reported or removed."""
     roots = as_roots(root)
     found: list[str] = []
     folders = [(store_root(roots.notes), "")]
@@ -146,15 +156,23 @@ def find_temp_files(root: StoreRoots | Path) -> list[str]:
             continue
         for entry in listing:
             if entry.is_dir(follow_symlinks=False):
-                folders.append((Path(entry.path), f"{prefix}{entry.name}/"))
-            elif entry.is_file(follow_symlinks=False) and is_temp_name(entry.name):
+                if entry.name not in _SKIPPED_FOLDERS:
+                    folders.append((Path(entry.path), f"{prefix}{entry.name}/"))
+            elif entry.is_file(follow_symlinks=False) and _is_ours(entry.name, tags):
                 found.append(prefix + entry.name)
     return sorted(found)
 
 
-def cleanup_temp_files(root: StoreRoots | Path) -> list[str]:
-    """Remove temp files left by a crashed write anywhere in the store; their store paths."""
-    removed = find_temp_files(root)
+def _is_ours(name: str, tags: tuple[str, ...] | None) -> bool:
+    match = _TEMP_NAME.match(name)
+    if match is None or not match.group(1):
+        return False
+    return tags is None or match.group(1) in tags
+
+
+def cleanup_temp_files(root: StoreRoots | Path, tags: tuple[str, ...]) -> list[str]:
+    """Remove the temp files crashed writes of these journals left; their store paths."""
+    removed = find_temp_files(root, tags)
     paths = [resolve_in_store(root, rel) for rel in removed]
     for rel, path in zip(removed, paths, strict=True):
         try:

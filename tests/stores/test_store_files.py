@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from daemon.core.errors import StoreError, UnsafePathError
-from daemon.stores.files import cleanup_temp_files, read_file, remove_file, write_atomic
+from daemon.stores.files import cleanup_temp_files, read_file, remove_file, temp_tag, write_atomic
 
 
 def leftovers(root: Path) -> list[str]:
@@ -151,28 +151,33 @@ def test_remove_file_refuses_symlinked_folder(tmp_path: Path) -> None:
     assert (outside / "a.md").exists()
 
 
-def test_cleanup_temp_files_removes_leftovers(tmp_path: Path) -> None:
-    """Temp files from crashed writes are removed anywhere in the store; notes are kept."""
+def test_cleanup_removes_only_the_temp_files_of_the_journals_it_is_given(tmp_path: Path) -> None:
+    """Recovery of journal 7 removes journal 7's temp files anywhere in the store; another journal's, an untagged look-alike, .git's and notes stay."""
     (tmp_path / "a.md").write_bytes(b"a")
-    (tmp_path / ".a.md.dreamd-tmp-0123abcd").write_bytes(b"half")
+    (tmp_path / ".a.md.dreamd-tmp-j7-0123abcd").write_bytes(b"half")
     (tmp_path / ".dreamd-archive").mkdir()
-    (tmp_path / ".dreamd-archive/.b.md.dreamd-tmp-ff").write_bytes(b"half")
+    (tmp_path / ".dreamd-archive/.b.md.dreamd-tmp-j7-ff").write_bytes(b"half")
+    (tmp_path / ".c.md.dreamd-tmp-j8-ff").write_bytes(b"another journal's")
+    (tmp_path / ".d.md.dreamd-tmp-0123").write_bytes(b"a person's file that looks like one")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git/.e.md.dreamd-tmp-j7-aa").write_bytes(b"git's business")
     (tmp_path / "dreamd-tmp-notes.md").write_bytes(b"a real note")
-    removed = cleanup_temp_files(tmp_path)
-    assert removed == [".a.md.dreamd-tmp-0123abcd", ".dreamd-archive/.b.md.dreamd-tmp-ff"]
-    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["a.md", "dreamd-tmp-notes.md"]
+    removed = cleanup_temp_files(tmp_path, (temp_tag(7),))
+    assert removed == [".a.md.dreamd-tmp-j7-0123abcd", ".dreamd-archive/.b.md.dreamd-tmp-j7-ff"]
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert left == [".c.md.dreamd-tmp-j8-ff", ".d.md.dreamd-tmp-0123", ".git/.e.md.dreamd-tmp-j7-aa", "a.md", "dreamd-tmp-notes.md"]
 
 
 def test_cleanup_does_not_follow_symlinked_folders(tmp_path: Path) -> None:
     """Cleanup never deletes through a symlinked folder."""
     outside = tmp_path / "outside"
     outside.mkdir()
-    (outside / ".x.md.dreamd-tmp-00").write_bytes(b"not ours")
+    (outside / ".x.md.dreamd-tmp-j1-00").write_bytes(b"not ours")
     root = tmp_path / "store"
     root.mkdir()
     (root / "sub").symlink_to(outside)
-    assert cleanup_temp_files(root) == []
-    assert (outside / ".x.md.dreamd-tmp-00").exists()
+    assert cleanup_temp_files(root, (temp_tag(1),)) == []
+    assert (outside / ".x.md.dreamd-tmp-j1-00").exists()
 
 
 def test_write_atomic_can_stage_its_temp_file_in_another_store_folder(tmp_path):
