@@ -66,9 +66,9 @@ def test_verify_of_a_store_never_passed_exits_8(example_store, cli):
 
 
 def test_verify_reports_a_leftover_temp_file_with_exit_8(example_store, cli):
-    """A stray atomic-write temp file (a crash outside any journal) is named by ``verify``, which exits 8."""
+    """A stray temp file of a journal (named by its journal id) is named by ``verify``, which exits 8."""
     store = ["--store", str(example_store), "--preset", "deepcode"]
     cli("pass", *store)
-    (example_store / ".architecture.md.dreamd-tmp-0123abcd").write_text("half a note")
+    (example_store / ".architecture.md.dreamd-tmp-j3-0123abcd").write_text("half a note")
     result = cli("verify", *store)
-    assert (result.code, result.out) == (8, f".architecture.md.dreamd-tmp-0123abcd: leftover temporary file\n{example_store}: NOT clean\n")
+    assert (result.code, result.out) == (8, f".architecture.md.dreamd-tmp-j3-0123abcd: leftover temporary file\n{example_store}: NOT clean\n")
