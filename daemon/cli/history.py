@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from daemon.cli.render import emit_json
+from daemon.cli.render import emit_json, say
 
 
 def _store(settings, name: str | None, path: str | None, preset: str | None):  # noqa: ANN001, ANN202
@@ -49,7 +49,7 @@ def history_command(settings, store_name, store_path, preset, as_of: str | None,
     if "as_of" in out:
         click.echo(f"as of {out['as_of']['time']}:")
         for path, digest in sorted(out["as_of"]["files"].items()):
-            click.echo(f"  {digest[:12]}  {path}")
+            say(f"  {digest[:12]}  {path}")
 
 
 @click.command("log")
@@ -86,7 +86,7 @@ def verify_command(ctx: click.Context, store_name, store_path, preset, as_json: 
         emit_json({"store": result.store, "clean": result.clean, "recorded_root": result.recorded_root, "current_root": result.current_root, "problems": result.problems})
     else:
         for problem in result.problems:
-            click.echo(problem)
+            say(problem)
         click.echo(f"{result.store}: {'clean' if result.clean else 'NOT clean'}")
     if not result.clean:
         ctx.exit(8)

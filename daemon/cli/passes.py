@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from daemon.cli.render import diff_text, emit_json, planned_json, proposal_header
+from daemon.cli.render import diff_text, emit_json, planned_json, proposal_header, say
 
 
 @click.command("pass")
@@ -43,7 +43,7 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
         })  # fmt: skip
         return
     for skipped in report.skipped_files:
-        click.echo(f"skipped {skipped.path}: {skipped.reason}", err=True)
+        say(f"skipped {skipped.path}: {skipped.reason}", err=True)
     if report.status == "skipped":
         click.echo(f"{report.store}: unchanged since the last pass; nothing to do")
         return

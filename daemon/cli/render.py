@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
 import click
+
+
+# C0 and C1 control characters but newline and tab: a note's name or text could otherwise move
+# the cursor, rewrite the screen or set the window title of whoever reads dreamd's output.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but newline and tab shown as an escape (``\\x1b``)."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def say(text: str, *, err: bool = False, nl: bool = True) -> None:
+    """Print human-readable text built from store data, escaped so it cannot drive a terminal."""
+    click.echo(printable(text), err=err, nl=nl)
 
 
 def emit_json(value: Any) -> None:
@@ -18,7 +34,8 @@ def colour_enabled() -> bool:
 
 
 def diff_text(diff: str) -> str:
-    """The diff, coloured like git's on a terminal, plain otherwise."""
+    """The diff, coloured like git's on a terminal, plain otherwise; its text escaped first."""
+    diff = printable(diff)
     if not colour_enabled():
         return diff
     out = []
@@ -59,7 +76,6 @@ def proposal_header(p: dict[str, Any]) -> str:
     lossy = " LOSSY" if p.get("lossy") else ""
     head = click.style(f"{ident} {p['kind']} [{p['state']}]{lossy}", bold=True) if colour_enabled() else f"{ident} {p['kind']} [{p['state']}]{lossy}"
     lines = [
-        f"{head} {p['title']}",
         f"  source: {p['source']}  confidence: {p['confidence']:.2f}",
         f"  why: {p['rationale']}",
     ]
@@ -69,7 +85,7 @@ def proposal_header(p: dict[str, Any]) -> str:
         quote = e["quote"].strip().splitlines()[0][:100] if e["quote"].strip() else ""
         lines.append(f"  evidence: {e['path']}:{e['start']}-{e['end']} {quote!r}")
     lines += reads_lines(p.get("reads") or {})
-    return "\n".join(lines)
+    return f"{head} {printable(p['title'])}\n" + printable("\n".join(lines))  # only the head is styled
 
 
 def reads_lines(reads: dict[str, Any]) -> list[str]:
@@ -96,4 +112,4 @@ def reads_lines(reads: dict[str, Any]) -> list[str]:
 
 def proposal_line(p: dict[str, Any]) -> str:
     lossy = " lossy" if p.get("lossy") else ""
-    return f"#{p['id']:<5} {p['state']:<10} {p['kind']:<11} {p['confidence']:.2f}{lossy}  {p['store']}: {p['title']}"
+    return printable(f"#{p['id']:<5} {p['state']:<10} {p['kind']:<11} {p['confidence']:.2f}{lossy}  {p['store']}: {p['title']}")

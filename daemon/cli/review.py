@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from daemon.cli.render import diff_text, emit_json, proposal_header, proposal_line
+from daemon.cli.render import diff_text, emit_json, proposal_header, proposal_line, say
 from daemon.core.proposals import STATES
 
 
@@ -41,7 +41,7 @@ def show_command(settings, proposal_id: int, as_json: bool) -> None:  # noqa: AN
         return
     click.echo(proposal_header(proposal))
     for d in proposal["decisions"]:
-        click.echo(f"  {d['decision']}ed by {d['actor']} via {d['surface']} at {d['at']}" + (f": {d['reason']}" if d["reason"] else ""))
+        say(f"  {d['decision']}ed by {d['actor']} via {d['surface']} at {d['at']}" + (f": {d['reason']}" if d["reason"] else ""))
     if proposal["diff"]:
         click.echo()
         click.echo(diff_text(proposal["diff"]), nl=False)

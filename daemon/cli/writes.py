@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from daemon.cli.render import say
 from daemon.core.errors import StaleError
 
 
@@ -21,7 +22,7 @@ def apply_command(settings, proposal_ids: tuple[int, ...], store_name: str | Non
 
     results = apply(settings.app(), list(proposal_ids) or None, store_name)
     for r in results:
-        click.echo(f"#{r.proposal_id} {r.state}" + (f": {r.detail}" if r.detail else ""))
+        say(f"#{r.proposal_id} {r.state}" + (f": {r.detail}" if r.detail else ""))
     if not results:
         click.echo("nothing accepted to apply")
     stale = [r.proposal_id for r in results if r.state == "stale"]
@@ -50,9 +51,9 @@ def resolve_command(settings, journal_id: int) -> None:  # noqa: ANN001
     done = resolve(settings.app(), journal_id)
     click.echo(f"journal {done.journal_id} ({done.operation} of #{done.proposal_id}) resolved")
     for path in done.restored:
-        click.echo(f"  restored {path}")
+        say(f"  restored {path}")
     for path in done.kept:
-        click.echo(f"  kept {path} (edited by someone else)")
+        say(f"  kept {path} (edited by someone else)")
 
 
 COMMANDS = [apply_command, revert_command, resolve_command]

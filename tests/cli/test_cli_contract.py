@@ -252,3 +252,17 @@ def test_show_says_what_a_proposal_does_to_what_the_agent_reads(make_store, cli,
     assert "  holds: leaves 1 dangling reference (no policy may accept this; a person may)\n" in out
     assert "  dangling: rules.md:4 markdown 'ports-copy.md': it sits in rules.md, which is pinned\n" in out
     assert merge["reads"]["dangling"] == [{"source": "rules.md", "line": 4, "syntax": "markdown", "written": "ports-copy.md", "why": "it sits in rules.md, which is pinned"}]
+
+
+def test_names_and_text_from_notes_cannot_drive_the_terminal(make_store, cli, db_url):
+    """Escape sequences in a note's file name, title and body reach pass, proposals and show only as visible escapes, never raw."""
+    evil_name = "evil\x1b[2J.md"
+    body = "# Title \x1b]0;pwned\x07 here\nThe build runs make test before every push to main.\n"
+    root = make_store({"MEMORY.md": "# M\n", evil_name: body, "copy.md": body})
+    outputs = [cli("--db", db_url, "pass", "--store", str(root), "--preset", "deepcode").out]
+    outputs.append(cli("--db", db_url, "proposals").out)
+    ids = [p["id"] for p in json.loads(cli("--db", db_url, "proposals", "--json").out)]
+    outputs += [cli("--db", db_url, "show", str(i)).out for i in ids]
+    text = "".join(outputs)
+    assert ids and "\x1b" not in text and "\x07" not in text
+    assert "\\x1b" in text  # shown, escaped, so a reader sees what is there
