@@ -23,7 +23,7 @@ from daemon.stores.presets import StoreSettings
 
 NEVER_SCANNED = (".git",)  # a repository's own folder is never notes, whoever lists it
 
-SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file", "bad-name", "hard-link")
+SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file", "bad-name")
 _BINARY_PROBE = 8192
 # A symlink or socket swapped in after listing fails open(); name it for what it is.
 _OPEN_ERRORS: dict[int | None, str] = {errno.ELOOP: "symlink", errno.ENXIO: "special-file"}
