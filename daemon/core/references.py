@@ -54,7 +54,7 @@ def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], rep
         text = note.data.decode("utf-8", errors="replace")
         spell: dict[Reference, str | None] = {}
         for ref in view.references_in(note):
-            new, ok = _replacement(ref, replaced, by_key, source in written and moved_from, live_after, source)
+            new, ok = _replacement(ref, replaced, by_key, moved_from if source in written else (), live_after, source)
             if not ok:
                 continue
             why = _why_not(view, source, ref, new, names_after, unlink=by_key)
@@ -84,13 +84,13 @@ def _names_after(view: StoreView, after: Mapping[str, bytes | None]) -> Names:
     return view.names.without({p for p, data in after.items() if data is None})
 
 
-def _replacement(ref: Reference, replaced: Mapping[str, str | None], by_key: bool, moved_from: tuple[str, ...] | bool, live_after: _LiveAfter, source: str) -> tuple[str | None, bool]:
+def _replacement(ref: Reference, replaced: Mapping[str, str | None], by_key: bool, moved_from: tuple[str, ...], live_after: _LiveAfter, source: str) -> tuple[str | None, bool]:
     """What ``ref`` must point at after the change, and whether it must change at all."""
     key = ref.key if by_key else ref.target
     if key in replaced:
         return replaced[key], True
     if ref.syntax == MARKDOWN and moved_from and (ref.target is None or ref.target not in live_after):
-        for origin in moved_from:  # type: ignore[union-attr]
+        for origin in moved_from:
             meant = resolve_markdown(origin, ref.written)
             if meant is not None and meant != ref.target:
                 meant = replaced.get(meant) or meant

@@ -24,6 +24,7 @@ from daemon.core.reader import TASK_ID
 from daemon.core.view import DEFAULT_ARCHIVE_DIR, StoreView
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import quote
+from daemon.planners.wording import count, names
 
 MAX_HOPS = 20
 _NUMBERED = re.compile(r"\.\d+(\.md)$")  # archive/a.2.md: the second note archived as a.md
@@ -60,15 +61,15 @@ class DanglingReferences:
 
     def _repair(self, view: StoreView, known: dict[str, str], found: dict[str, list[Reference]]) -> Draft:
         refs = [r for key in sorted(known) for r in found[key]]
-        pairs = ", ".join(f"{key.split(':', 1)[-1]} -> {known[key]}" for key in sorted(known)[:5])
+        pairs = names([f"{key.split(':', 1)[-1]} -> {known[key]}" for key in sorted(known)])
         return Draft(
             kind=RELINK,
             source=source_of(self),
             confidence=0.9,
-            title=f"Point {_n(len(refs), 'reference')} at the notes that replaced their targets",
+            title=f"Point {count(len(refs), 'reference')} at the notes that replaced their targets",
             rationale=(
-                f"{_n(len(refs), 'reference')} in live notes point{'s' if len(refs) == 1 else ''} at notes that are retired or gone, "
-                f"whose frontmatter names what replaced them ({pairs}{' and more' if len(known) > 5 else ''}). "
+                f"{count(len(refs), 'reference')} in live notes point{'s' if len(refs) == 1 else ''} at notes that are retired or gone, "
+                f"whose frontmatter names what replaced them ({pairs}). "
                 "Each is rewritten, in its own syntax, to the live note at the end of that chain; nothing else changes."
             ),
             evidence=_evidence(view, refs),
@@ -77,24 +78,20 @@ class DanglingReferences:
 
     def _unlink(self, view: StoreView, unknown: dict[str, list[Reference]]) -> Draft:
         refs = [r for key in sorted(unknown) for r in unknown[key]]
-        names = ", ".join(key.split(":", 1)[-1] for key in sorted(unknown)[:5])
+        gone = names([key.split(":", 1)[-1] for key in sorted(unknown)])
         return Draft(
             kind=RELINK,
             source=source_of(self),
             confidence=0.5,
-            title=f"Unlink {_n(len(refs), 'reference')} to notes that do not exist",
+            title=f"Unlink {count(len(refs), 'reference')} to notes that do not exist",
             rationale=(
-                f"{_n(len(refs), 'reference')} point{'s' if len(refs) == 1 else ''} at {names}{' and more' if len(unknown) > 5 else ''}, "
+                f"{count(len(refs), 'reference')} point{'s' if len(refs) == 1 else ''} at {gone}, "
                 "which no live note is, and nothing records what replaced them. This turns each link into its plain words, "
                 "so the agent stops following it; only a person knows where it should point, so no policy accepts this."
             ),
             evidence=_evidence(view, refs),
             relink=tuple((key, None) for key in sorted(unknown)),
         )
-
-
-def _n(count: int, word: str) -> str:
-    return f"{count} {word}{'s' if count != 1 else ''}"
 
 
 def _evidence(view: StoreView, refs: list[Reference]) -> tuple[Evidence, ...]:

@@ -27,20 +27,12 @@ from daemon.core.proposals import REINDEX, Draft, Evidence
 from daemon.core.view import StoreView
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import MAX_EVIDENCE, first_body_line, quote
+from daemon.planners.wording import count, names
 
 _LINK = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)")
 _WORDS = re.compile(r"\w")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 _TASK_LINE = re.compile(r"^\s*[-*]\s*\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\]\s*(.*?)\s*$")
-
-
-def _count(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
-def _names(paths: list[str], limit: int = 5) -> str:
-    shown = ", ".join(paths[:limit])
-    return shown + (f" and {len(paths) - limit} more" if len(paths) > limit else "")
 
 
 class IndexDrift:
@@ -69,27 +61,27 @@ class IndexDrift:
         lines = index.data.decode("utf-8", errors="replace").split("\n")
         said = sorted({p for p in dangling for n in listed[p] if _says_more(lines[n - 1])})
         parts = [
-            f"drop {_count(len(dangling), 'dangling entry', 'dangling entries')}" if dangling else "",
-            f"drop {_count(len(retired), 'entry', 'entries')} for retired notes" if retired else "",
-            f"add {_count(len(unlisted), 'unlisted note', 'unlisted notes')}" if unlisted else "",
+            f"drop {count(len(dangling), 'dangling entry', 'dangling entries')}" if dangling else "",
+            f"drop {count(len(retired), 'entry', 'entries')} for retired notes" if retired else "",
+            f"add {count(len(unlisted), 'unlisted note', 'unlisted notes')}" if unlisted else "",
         ]
         why = [
-            f"it lists {_names(dangling)}, which {'does' if len(dangling) == 1 else 'do'} not exist" if dangling else "",
-            f"it still lists retired {_names(retired)}" if retired else "",
-            f"live {_names(unlisted)} {'is' if len(unlisted) == 1 else 'are'} not listed" if unlisted else "",
+            f"it lists {names(dangling)}, which {'does' if len(dangling) == 1 else 'do'} not exist" if dangling else "",
+            f"it still lists retired {names(retired)}" if retired else "",
+            f"live {names(unlisted)} {'is' if len(unlisted) == 1 else 'are'} not listed" if unlisted else "",
         ]
         if said:
             tail = (
-                f" The lines of {_names(said)} say more than a link: dropping them takes those words out of what the agent "
+                f" The lines of {names(said)} say more than a link: dropping them takes those words out of what the agent "
                 "reads first (they stay in the history), so this is lossy."
             )
         else:
             tail = " Only the index changes, and no words leave what the agent reads but entries naming notes that are gone."
         if unplaced:
-            tail += f" Not added: {_names(unplaced)}, whose status cannot be read to choose its section."
+            tail += f" Not added: {names(unplaced)}, whose status cannot be read to choose its section."
         if unloaded and view.index.limit is not None:
             tail += (
-                f" Not added: {_names(unloaded)}: {view.reader.agent} would not load {'its entry' if len(unloaded) == 1 else 'their entries'} "
+                f" Not added: {names(unloaded)}: {view.reader.agent} would not load {'its entry' if len(unloaded) == 1 else 'their entries'} "
                 f"({view.index.limit.describe()}); fold notes together or shorten the index to make room."
             )
         evidence = [quote(index, line) for path in (*dangling, *retired)[:MAX_EVIDENCE] for line in listed[path][:1]]
@@ -122,9 +114,9 @@ class IndexDrift:
             kind=REINDEX,
             source=source_of(self),
             confidence=0.6,
-            title=f"Give {_count(len(create), 'task', 'tasks')} known only from {index.path} a file: {_names(ids)}",
+            title=f"Give {count(len(create), 'task', 'tasks')} known only from {index.path} a file: {names(ids)}",
             rationale=(
-                f"{index.path} lists {_names(ids)}, but no task file has {'that id' if len(ids) == 1 else 'those ids'}: "
+                f"{index.path} lists {names(ids)}, but no task file has {'that id' if len(ids) == 1 else 'those ids'}: "
                 f"each line is the only record of its task, so dreamd keeps it and writes the task a file from it "
                 "(its name, status and note, nothing more), where the agent looks for the task's details. "
                 "Nothing is removed; check that the tasks are still wanted."

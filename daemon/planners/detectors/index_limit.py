@@ -16,6 +16,7 @@ from daemon.core.index import COMPACT_WIDTHS, compact, entries, unseen
 from daemon.core.proposals import REINDEX, Draft
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import quote
+from daemon.planners.wording import names
 
 
 class IndexLimit:
@@ -44,7 +45,7 @@ class IndexLimit:
                 title=f"Bring {spec.path} within what {view.reader.agent} loads ({spec.limit.describe()})",
                 rationale=(
                     f"{spec.path} is {lines} lines and {len(text):,} characters, and {view.reader.agent} loads only the first "
-                    f"{spec.limit.describe()}: {len(hidden)} entr{'y' if len(hidden) == 1 else 'ies'} ({_names(sorted(hidden))}) "
+                    f"{spec.limit.describe()}: {len(hidden)} entr{'y' if len(hidden) == 1 else 'ies'} ({names(sorted(hidden))}) "
                     "never reach the agent. This shortens the longest entry lines after their link, at a word boundary, "
                     "and collapses runs of blank lines, until the index fits; no entry is removed, and the shortened words "
                     "stay in the notes and in the history. 'show' says how many entries remain unseen after it."
@@ -53,7 +54,3 @@ class IndexLimit:
                 index_compact=True,
             )
         ]
-
-
-def _names(paths: list[str], limit: int = 5) -> str:
-    return ", ".join(paths[:limit]) + (f" and {len(paths) - limit} more" if len(paths) > limit else "")

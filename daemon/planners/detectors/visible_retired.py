@@ -15,6 +15,7 @@ from daemon.core.proposals import RELOCATE, Draft
 from daemon.core.view import ARCHIVE, DEFAULT_ARCHIVE_DIR, StoreView
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import key_lines
+from daemon.planners.wording import names
 
 
 class VisibleRetired:
@@ -37,7 +38,7 @@ class VisibleRetired:
         return drafts
 
     def _draft(self, view: StoreView, paths: list[str], where: str) -> Draft:
-        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        shown = names(paths)
         evidence = [e for e in (key_lines(view.notes[p], "status") for p in paths) if e]
         return Draft(
             kind=RELOCATE,
