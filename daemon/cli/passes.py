@@ -14,8 +14,9 @@ from daemon.cli.render import diff_text, emit_json, planned_json, proposal_heade
 @click.option("--dry-run", is_flag=True, help="Show what would be proposed; write nothing anywhere.")
 @click.option("--all", "all_stores", is_flag=True, help="Every configured store, for cron: quiet unless something needs review.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
+@click.option("--adopt-root", is_flag=True, help="Accept that the store's folder was replaced at its path (restored, re-cloned) and record the new one.")
 @click.pass_obj
-def pass_command(settings, store_name: str | None, store_path: str | None, preset: str | None, dry_run: bool, all_stores: bool, as_json: bool) -> None:  # noqa: ANN001
+def pass_command(settings, store_name: str | None, store_path: str | None, preset: str | None, dry_run: bool, all_stores: bool, as_json: bool, adopt_root: bool) -> None:  # noqa: ANN001
     """Run one consolidation pass over a store and record its proposals.
 
     With --all (made for crontab): a pass over every configured store; prints nothing when
@@ -31,7 +32,7 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
         _pass_all(app, dry_run, as_json)
         return
     store = resolve_store(app, store_name, store_path, preset)
-    report = run_pass(app, store, dry_run=dry_run)
+    report = run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root)
     at = report.at.isoformat() if report.at and report.pass_id is not None else None
     items = [planned_json(o, store.name, report.pass_id, at) for o in report.outcomes]
     if as_json:

@@ -51,9 +51,11 @@ def resolve_command(settings, journal_id: int) -> None:  # noqa: ANN001
     done = resolve(settings.app(), journal_id)
     click.echo(f"journal {done.journal_id} ({done.operation} of #{done.proposal_id}) resolved")
     for path in done.restored:
-        say(f"  restored {path}")
+        say(f"  restored {path}" + (" (with the edit that raced dreamd's write)" if path in done.returned else ""))
     for path in done.kept:
         say(f"  kept {path} (edited by someone else)")
+    for path in done.left:
+        say(f"  left {path} (written by dreamd; kept because another file was edited meanwhile)")
 
 
 COMMANDS = [apply_command, revert_command, resolve_command]

@@ -3,7 +3,9 @@
     DreamdError                     (code, exit_code)
     ├── ConfigError                 bad config file, unknown store or preset
     ├── StoreError                  a store cannot be read or written
-    │   └── UnsafePathError         a path escapes the store root
+    │   ├── UnsafePathError         a path escapes the store root
+    │   ├── EditRacedError          a file was edited in the instant dreamd replaced it (kept as a blob)
+    │   └── StoreMovedError         the store's folder is not the one registered (replaced at its path)
     ├── StateError                  the state database is locked, gone or too new
     ├── ProposalError               unknown proposal, illegal state transition
     │   ├── ValidationError         a proposal breaks an invariant (refused)
@@ -54,6 +56,20 @@ class StoreError(DreamdError):
 
 class UnsafePathError(StoreError):
     code = "unsafe-path"
+
+
+class EditRacedError(StoreError):
+    """Someone wrote to a file in the instant dreamd replaced or removed it.
+
+    Their bytes were read from the displaced file and stored as a blob before anything was
+    lost; the journal is closed as a conflict and ``dreamd resolve`` puts them back.
+    """
+
+    code = "edit-raced"
+
+
+class StoreMovedError(StoreError):
+    code = "store-moved"
 
 
 class StateError(DreamdError):

@@ -16,15 +16,16 @@ from sqlalchemy import Connection, func, insert, select, update
 from daemon.db import schema as t
 
 
-def ensure_store(conn: Connection, name: str, root: str, preset: str, now: dt.datetime) -> int:
+def ensure_store(conn: Connection, name: str, root: str, preset: str, now: dt.datetime, identity: str | None = None) -> int:
     """The store's id, registering it on first use (two first users at once: one row)."""
-    query = select(t.stores.c.id, t.stores.c.root, t.stores.c.preset).where(t.stores.c.name == name)
+    query = select(t.stores.c.id, t.stores.c.root, t.stores.c.preset, t.stores.c.root_identity).where(t.stores.c.name == name)
     row = conn.execute(query).first()
     if row is None:
-        conn.execute(_insert_if_absent(conn, t.stores, ["name"]), {"name": name, "root": root, "preset": preset, "created_at": now})
+        values = {"name": name, "root": root, "preset": preset, "created_at": now, "root_identity": identity}
+        conn.execute(_insert_if_absent(conn, t.stores, ["name"]), values)
         row = conn.execute(query).one()
-    if (row.root, row.preset) != (root, preset):
-        conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset))
+    if (row.root, row.preset, row.root_identity) != (root, preset, identity or row.root_identity):
+        conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset, root_identity=identity or row.root_identity))
     return int(row.id)
 
 
@@ -352,6 +353,18 @@ def events(conn: Connection, store_id: int, limit: int = 100) -> list[Any]:
             select(t.events).where(t.events.c.store_id == store_id).order_by(t.events.c.seq.desc()).limit(limit)
         )
     )[::-1]
+
+
+DISPLACED = "file.displaced"
+
+
+def displaced(conn: Connection, store_id: int, journal_id: int) -> dict[str, str]:
+    """Bytes a journal's writes displaced that were not what it expected (path -> blob hash,
+    the latest per path): someone's edit that raced the write, kept for resolve."""
+    rows = conn.execute(
+        select(t.events.c.payload).where(t.events.c.store_id == store_id, t.events.c.type == DISPLACED).order_by(t.events.c.seq)
+    )
+    return {row.payload["path"]: row.payload["hash"] for row in rows if row.payload.get("journal") == journal_id}
 
 
 # journal -----------------------------------------------------------------------------

@@ -81,6 +81,7 @@ stores = Table(
     Column("root", Text, nullable=False),
     Column("preset", String(50), nullable=False),
     Column("created_at", UTC, nullable=False),
+    Column("root_identity", Text),  # "device:inode" of the root folder at registration
 )
 
 # Bytes stored once, addressed by BLAKE3; never updated or deleted (triggers refuse it).

@@ -26,9 +26,9 @@ from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.recovery import fail_journal, finish_journal, recover
+from daemon.service.recovery import fail_journal, finish_journal, keeper, recover
 from daemon.service.review import locate, mark_stale
-from daemon.service.workspace import roots_of, store_config_for_id, store_name as store_name_of
+from daemon.service.workspace import registered_roots, store_config_for_id, store_name as store_name_of
 from daemon.stores import files as store_files
 from daemon.stores.paths import StoreRoots
 from daemon.stores.scan import scan_store
@@ -90,7 +90,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     now = app.clock()
     pinned = _pinned_changes(store, files, blobs)
-    roots = roots_of(store)
+    roots = registered_roots(app, store_id, store)
     changed = journal.mismatches(roots, {p: base for p, (base, _) in files.items()})
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
     if changed and not pinned:
@@ -119,13 +119,14 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
 
 def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None) -> None:
     """Open the journal (after ``prepare``, in the same transaction), write, record the outcome."""
+    roots = registered_roots(app, store_id, store)
     with app.engine().begin() as conn:
         if prepare is not None:
             prepare(conn)
         journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock())
     try:
-        roots = roots_of(store)
-        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=journal_id)
+        keep = keeper(app, store_id, journal_id, proposal_id)
+        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=journal_id, keep=keep)
     except ConflictError:
         recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
         raise
@@ -192,7 +193,7 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
         (written, *_) = repo.finished_steps(conn, store_id, proposal_id, "apply") or [[]]
         steps = [journal.Step(s["path"], s["after"], s["before"]) for s in written]
         blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])
-    changed = journal.mismatches(roots_of(store), {s.path: s.before for s in steps})
+    changed = journal.mismatches(registered_roots(app, store_id, store), {s.path: s.before for s in steps})
     if changed:
         raise ConflictError(
             f"proposal {proposal_id} cannot be reverted: changed since it was applied: {', '.join(changed)}",

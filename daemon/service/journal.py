@@ -66,19 +66,22 @@ def mismatches(root: StoreRoots | Path, expected: Mapping[str, str | None]) -> l
     return sorted(p for p, h in expected.items() if current[p] != h)
 
 
-def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False, journal_id: int | None = None) -> None:
+def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False, journal_id: int | None = None, keep: files.Keep | None = None) -> None:
     """Bring each step's file to its after hash (``undo``: its before hash): writes first,
     removals last. ``temp_dir`` is where temporary files wait for their rename.
 
-    Compare-and-swap to the last moment: each file is hashed again just before it is
-    replaced, and one that holds neither side of its step (someone edited it after the
-    proposal was checked) stops the write with a ConflictError, the edit untouched.
+    Compare-and-swap to the last moment: each file is hashed just before it is replaced,
+    and the file the replace displaced is hashed again (files.write_atomic). One that holds
+    neither side of its step (someone edited it after the proposal was checked) stops the
+    write with a ConflictError, the edit back in place; bytes that raced the very last
+    instant go to ``keep`` (durably stored) before the displaced file is gone.
     """
     steps = list(steps)
     want = {s.path: (s.before if undo else s.after) for s in steps}
     allowed = {s.path: {s.before, s.after} for s in steps}
     current = on_disk(root, want)
     _refuse_edited(current, allowed)
+    tag = files.temp_tag(journal_id) if journal_id is not None else ""
     for path in sorted(p for p, h in want.items() if h is not None):
         if current[path] != want[path]:
             data = blobs.get(want[path])  # type: ignore[arg-type]
@@ -87,11 +90,11 @@ def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, by
             if hash_bytes(data) != want[path]:
                 raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
             _refuse_edited(on_disk(root, [path]), allowed)
-            files.write_atomic(root, path, data, temp_dir=temp_dir, tag=files.temp_tag(journal_id) if journal_id is not None else "")
+            files.write_atomic(root, path, data, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag)
     for path in sorted(p for p, h in want.items() if h is None):
         if current[path] is not None:
             _refuse_edited(on_disk(root, [path]), allowed)
-            files.remove_file(root, path)
+            files.remove_file(root, path, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag)
 
 
 def _refuse_edited(current: Mapping[str, str | None], allowed: Mapping[str, set[str | None]]) -> None:

@@ -97,14 +97,14 @@ def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict
     return make_proposals(run_detectors(ctx), observed.view, now, STORE_BATCH)
 
 
-def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False) -> PassReport:
+def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False) -> PassReport:
     now = app.clock()
     if dry_run:
         return _dry_run(app, store, now)
     roots_of(store)  # a missing folder is the user's typo: record nothing for it
     engine = app.engine()
     with engine.begin() as conn:
-        store_id = claim_store(app, conn, store, now)
+        store_id = claim_store(app, conn, store, now, adopt=adopt_root)
         pass_id = repo.start_pass(conn, store_id, app.surface, app.actor, now, runner=this_holder())
     try:
         with holding_store(app, store_id, store.name, ttl=PASS_LEASE_TTL, heartbeat=True):  # one pass per store at a time

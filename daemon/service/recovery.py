@@ -18,13 +18,13 @@ from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
 from daemon.core.errors import DreamdError
-from daemon.core.hashing import manifest_changes, root_hash
+from daemon.core.hashing import hash_bytes, manifest_changes, root_hash
 from daemon.core.notes import Note, retired_notes
 from daemon.core.proposals import APPLIED, REVERTED
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
-from daemon.service.workspace import roots_of
+from daemon.service.workspace import registered_roots
 from daemon.service.interrupt import shielded
 from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
@@ -56,7 +56,7 @@ def recover(app: App, store: StoreConfig) -> list[int]:
 
 def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) -> list[int]:
     engine = app.engine()
-    roots = roots_of(store)
+    roots = registered_roots(app, row.id, store)
     done = []
     for entry in pending:
         steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]
@@ -72,7 +72,7 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         with engine.connect() as conn:
             blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
         try:
-            journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=entry.id)
+            journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=entry.id, keep=keeper(app, row.id, entry.id, entry.proposal_id))
         except DreamdError as exc:  # a missing or bad blob, a write the file system refuses, an edit meanwhile
             fail_journal(app, row.id, entry.id, entry.proposal_id, exc)
             continue
@@ -81,9 +81,28 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
             finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan, recovered=True)
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
-    if pending:
-        store_files.cleanup_temp_files(roots, tuple(store_files.temp_tag(entry.id) for entry in pending))
+    for entry in pending:
+        known = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
+        store_files.cleanup_temp_files(roots, (store_files.temp_tag(entry.id),), keeper(app, row.id, entry.id, entry.proposal_id, known))
     return done
+
+
+def keeper(app: App, store_id: int, journal_id: int, proposal_id: int, known: frozenset[str] = frozenset()) -> store_files.Keep:
+    """Where a journal's writes put bytes they displaced and did not expect: a blob, committed
+    before the displaced file is gone, and a ``file.displaced`` event naming it for resolve.
+    Bytes whose hash is in ``known`` (the journal's own before and after) are stored already."""
+
+    def keep(path: str, data: bytes) -> None:
+        digest = hash_bytes(data)
+        if digest in known:
+            return
+        with app.engine().begin() as conn:
+            repo.put_blobs(conn, {digest: data})
+            payload = {"journal": journal_id, "path": path, "hash": digest, "size": len(data)}
+            repo.add_event(conn, store_id, repo.DISPLACED, app.actor, app.surface, app.clock(), payload, proposal_id=proposal_id)
+        log.warning("file.displaced", journal=journal_id, path=path, hash=digest)
+
+    return keep
 
 
 def fail_journal(app: App, store_id: int, journal_id: int, proposal_id: int, error: Exception) -> None:

@@ -11,7 +11,7 @@ again: files already rolled back are skipped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -22,8 +22,10 @@ from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
+from daemon.service.recovery import keeper
 from daemon.service.review import mark_stale
-from daemon.service.workspace import roots_of, store_config_for_id
+from daemon.service.workspace import registered_roots, store_config_for_id
+from daemon.stores import files as store_files
 
 log = structlog.get_logger("dreamd.resolve")
 
@@ -35,6 +37,8 @@ class Resolution:
     operation: str
     restored: list[str]  # files that held dreamd's bytes and got their earlier ones back
     kept: list[str]  # files someone edited: left as they are
+    left: list[str] = field(default_factory=list)  # files dreamd created, left because someone edited another
+    returned: list[str] = field(default_factory=list)  # of restored: got the edit that raced dreamd's write
 
 
 def resolve(app: App, journal_id: int) -> Resolution:
@@ -49,22 +53,34 @@ def resolve(app: App, journal_id: int) -> Resolution:
         if entry.state != "conflict":
             raise ProposalError(f"journal {journal_id} is {entry.state}, not in conflict; nothing to resolve")
         steps = [journal.Step.from_dict(s) for s in entry.steps["files"]]
-        roots = roots_of(store)
+        roots = registered_roots(app, store_id, store)
         current = journal.on_disk(roots, [s.path for s in steps])
-        ours = [s for s in steps if current[s.path] == s.after and s.after != s.before]
         kept = sorted(s.path for s in steps if current[s.path] not in (s.before, s.after))
+        ours = [s for s in steps if current[s.path] == s.after and s.after != s.before]
+        # someone re-created or edited a note dreamd was removing: what dreamd created (its
+        # archive copy) stays, so the note's earlier bytes are not taken off the disk as well
+        recreated = any(s.path in kept and s.after is None for s in steps)
+        left = sorted(s.path for s in ours if s.before is None and recreated)
         with app.engine().connect() as conn:
-            blobs = repo.get_blobs(conn, [s.before for s in ours if s.before])
-        journal.write(roots, ours, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True, journal_id=journal_id)
+            raced = repo.displaced(conn, store_id, journal_id)
+        # an edit that raced dreamd's write comes back in place of what dreamd wrote
+        back = [journal.Step(s.path, raced.get(s.path, s.before), s.after) for s in ours if s.path not in left]
+        with app.engine().connect() as conn:
+            blobs = repo.get_blobs(conn, [s.before for s in back if s.before])
+        keep = keeper(app, store_id, journal_id, entry.proposal_id)
+        journal.write(roots, back, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True, journal_id=journal_id, keep=keep)
+        known = frozenset(h for s in steps for h in (s.before, s.after) if h)
+        store_files.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keeper(app, store_id, journal_id, entry.proposal_id, known))
         now = app.clock()
-        restored = sorted(s.path for s in ours)
+        restored = sorted(s.path for s in back)
+        returned = sorted(s.path for s in back if s.path in raced)
         with app.engine().begin() as conn:
             repo.close_journal(conn, store_id, journal_id, "resolved", now)
             proposal = repo.get_proposal(conn, store_id, entry.proposal_id)
             if entry.operation == "apply" and proposal.state == ACCEPTED:
                 reason = f"edited while being applied ({', '.join(kept)}); what dreamd wrote was rolled back"
                 mark_stale(app, conn, store_id, entry.proposal_id, reason, now)
-            payload = {"journal": journal_id, "operation": entry.operation, "restored": restored, "kept": kept}
+            payload = {"journal": journal_id, "operation": entry.operation, "restored": restored, "kept": kept, "left": left, "returned": returned}
             repo.add_event(conn, store_id, "journal.resolved", app.actor, app.surface, now, payload, proposal_id=entry.proposal_id)
     log.info("journal.resolved", store=store.name, journal=journal_id, restored=len(restored), kept=len(kept))
-    return Resolution(journal_id, entry.proposal_id, entry.operation, restored, kept)
+    return Resolution(journal_id, entry.proposal_id, entry.operation, restored, kept, left, returned)

@@ -6,11 +6,12 @@ import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig, adhoc_store
-from daemon.core.errors import ConfigError
+from daemon.core.errors import ConfigError, StoreMovedError
 from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.db import repo
@@ -97,14 +98,16 @@ def _known(app: App, *, name: str | None = None, root: str | None = None) -> Sto
     return app.config.stores.get(row.name) or adhoc_store(row.root, row.preset)
 
 
-def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime) -> int:
+def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime, *, adopt: bool = False) -> int:
     """The store's id, registering it on its first pass; one folder stays one store.
 
     A configured store whose folder an earlier ``--store PATH`` registered (same preset)
     takes that history over under its configured name. A folder registered under another
-    name, or with another preset, is refused with what to do.
+    name, or with another preset, is refused with what to do. The folder is recorded by
+    device and inode; another folder now at the same path is refused unless ``adopt``.
     """
     root = str(store.root)
+    identity = identity_text(roots_of(store))
     other = repo.find_store_at(conn, root)
     if other is not None and other.name != store.name:
         if other.preset == store.preset and other.name == other.root and repo.find_store(conn, store.name) is None:
@@ -121,7 +124,36 @@ def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime
             f"store {store.name!r} was registered with preset {row.preset!r}, not {store.preset!r}; its proposals, index and archive follow that layout",
             hint=f"keep preset {row.preset!r}, or give the store another name or a database of its own (--db)",
         )
-    return repo.ensure_store(conn, store.name, root, store.preset, now)
+    if row is not None and not adopt:
+        _same_folder(store.name, row, root, identity)
+    elif row is not None and row.root_identity not in (None, identity):
+        repo.add_event(conn, row.id, "store.adopted", app.actor, app.surface, now, {"root": root, "was": row.root_identity, "now": identity})
+    return repo.ensure_store(conn, store.name, root, store.preset, now, identity)
+
+
+def identity_text(roots: StoreRoots) -> str:
+    dev, ino = roots.identity or (0, 0)
+    return f"{dev}:{ino}"
+
+
+def _same_folder(name: str, row: Any, root: str, identity: str) -> None:
+    """Refuse a folder that replaced the registered one at the same path (a swapped symlink,
+    a re-created directory): its files are not the ones the store's proposals were made from."""
+    if row.root == root and row.root_identity not in (None, identity):
+        raise StoreMovedError(
+            f"store {name!r}: {root} is not the folder it was registered with (device:inode {row.root_identity}, now {identity}); nothing was read or written",
+            hint="if the folder was restored or re-created on purpose: dreamd pass --store NAME --adopt-root",
+        )
+
+
+def registered_roots(app: App, store_id: int, store: StoreConfig) -> StoreRoots:
+    """The store's roots for a write (apply, revert, recovery, resolve), refused when its
+    folder is not the one registered."""
+    roots = roots_of(store)
+    with app.engine().connect() as conn:
+        row = repo.store_by_id(conn, store_id)
+    _same_folder(store.name, row, str(store.root), identity_text(roots))
+    return roots
 
 
 def all_stores(app: App) -> list[StoreConfig]:

@@ -56,31 +56,6 @@ def store_root(root: Path | str) -> Path:
     return resolved
 
 
-def resolve_in_store(roots: StoreRoots | Path, rel: str) -> Path:
-    """Absolute path of store path ``rel``; UnsafePathError if any existing part below its
-    root (the notes root, or the archive root for archived files) is a symlink.
-
-    With ``..`` refused and no symlink below the roots, the result cannot leave them.
-    Missing trailing parts are fine: writes create them.
-    """
-    found = as_roots(roots)
-    root, clean = found.split(rel)
-    parts = [found.archive_prefix] if root != found.notes else []
-    parts += clean.split("/") if clean else []
-    base = root.parent if root != found.notes else root  # a beside archive root is checked too
-    for depth in range(1, len(parts) + 1):
-        prefix = "/".join(parts[:depth])
-        try:
-            mode = os.lstat(base / prefix).st_mode
-        except (FileNotFoundError, NotADirectoryError):
-            break
-        except OSError as exc:
-            raise StoreError(f"cannot check {rel}: {exc.strerror}") from exc
-        if stat.S_ISLNK(mode):
-            raise UnsafePathError(f"store path {rel} goes through a symlink: {prefix}")
-    return root / clean if clean else root
-
-
 @dataclass(frozen=True)
 class StoreRoots:
     """A store's two folders: its notes root, and the archive root retired notes go to.
@@ -94,6 +69,9 @@ class StoreRoots:
     notes: Path
     archive: Path
     archive_prefix: str
+    # (device, inode) of the notes root when the store was opened: a root replaced after
+    # that is refused by every write and read that goes through stores.folders
+    identity: tuple[int, int] | None = None
 
     @property
     def beside(self) -> bool:
@@ -128,19 +106,29 @@ def open_roots(notes: Path | str, archive_root: str) -> StoreRoots:
     need not exist yet, but if it does it must be a real folder, not a symlink.
     """
     base = store_root(notes)
+    identity = root_identity(base)
     name = archive_name(archive_root, base.name)
     if not archive_root.startswith("../"):
-        return StoreRoots(base, base / name, name)  # inside: scan reports a symlink, writes refuse it
+        return StoreRoots(base, base / name, name, identity)  # inside: scan reports a symlink, writes refuse it
     archive = base.parent / name
     try:
         info = os.lstat(archive)
     except FileNotFoundError:
-        return StoreRoots(base, archive, name)
+        return StoreRoots(base, archive, name, identity)
     except OSError as exc:
         raise StoreError(f"archive root {archive}: {exc.strerror}") from exc
     if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
         raise UnsafePathError(f"archive root {archive} is not a folder (a symlink or a file is in its place)")
-    return StoreRoots(base, archive, name)
+    return StoreRoots(base, archive, name, identity)
+
+
+def root_identity(folder: Path) -> tuple[int, int]:
+    """(device, inode) of a resolved root folder: what "the same folder" means across commands."""
+    try:
+        info = os.stat(folder)
+    except OSError as exc:
+        raise StoreError(f"store root {folder}: {exc.strerror or exc}") from exc
+    return info.st_dev, info.st_ino
 
 
 def archive_name(archive_root: str, notes_name: str) -> str:

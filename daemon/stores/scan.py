@@ -18,15 +18,16 @@ from pathlib import Path
 from daemon.core.errors import StoreError
 from daemon.core.hashing import hash_bytes, root_hash
 from daemon.stores.files import READ_FLAGS, is_temp_name, read_fd
+from daemon.stores.folders import DIR_FLAGS, open_root
 from daemon.stores.paths import StoreRoots, open_roots
 from daemon.stores.presets import StoreSettings
 
 NEVER_SCANNED = (".git",)  # a repository's own folder is never notes, whoever lists it
 
-SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file", "bad-name")
+SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file", "bad-name", "hard-link")
 _BINARY_PROBE = 8192
 # A symlink or socket swapped in after listing fails open(); name it for what it is.
-_OPEN_ERRORS: dict[int | None, str] = {errno.ELOOP: "symlink", errno.ENXIO: "special-file"}
+_OPEN_ERRORS: dict[int | None, str] = {errno.ELOOP: "symlink", errno.ENOTDIR: "symlink", errno.ENXIO: "special-file"}
 
 
 @dataclass(frozen=True)
@@ -109,38 +110,58 @@ class _Walk:
     skipped: list[Skipped] = field(default_factory=list)
 
     def folder(self, path: Path, prefix: str, into: dict[str, FileEntry], what: str) -> None:
-        """Read a root folder and everything below it that the walk reads."""
+        """Read a root folder and everything below it that the walk reads.
+
+        Folders are walked by descriptor (``O_NOFOLLOW`` per component) and files opened
+        relative to their folder's, so one swapped for a symlink mid-scan is never followed.
+        """
         try:
-            top = _listing(str(path))
+            top = open_root(self.roots) if what == "store" else os.open(path, DIR_FLAGS)
         except OSError as exc:
             raise StoreError(f"cannot read {what} root {path}: {exc.strerror}") from exc
         pending = [(top, prefix, into)]
-        while pending:
-            entries, prefix, target = pending.pop()
-            for entry in entries:
-                rel = prefix + entry.name
-                if not _utf8(entry.name):
-                    self.skipped.append(Skipped(printable(rel), "bad-name"))  # no UTF-8 name to record it under
-                elif entry.is_symlink():
-                    self.skipped.append(Skipped(rel, "symlink"))
-                elif self.settings.is_excluded(rel):
-                    continue
-                elif entry.is_dir(follow_symlinks=False):
-                    below = self._into(rel, entry.name, target)
-                    if below is None:
-                        continue
-                    try:
-                        pending.append((_listing(entry.path), rel + "/", below))
-                    except OSError:
-                        self.skipped.append(Skipped(rel, "unreadable"))
-                elif not entry.is_file(follow_symlinks=False):
-                    self.skipped.append(Skipped(rel, "special-file"))
-                elif not is_temp_name(entry.name):
-                    result = _read_entry(entry.path, rel, self.settings.max_file_bytes)
-                    if isinstance(result, FileEntry):
-                        target[rel] = result
-                    elif result is not None:
-                        self.skipped.append(result)
+        try:
+            while pending:
+                fd, prefix, target = pending[-1]
+                try:
+                    entries = _listing(fd)
+                except OSError:
+                    self.skipped.append(Skipped(prefix.rstrip("/") or ".", "unreadable"))
+                    entries = []
+                pending.pop()
+                try:
+                    for entry in entries:
+                        self._entry(fd, entry, prefix, target, pending)
+                finally:
+                    os.close(fd)
+        finally:
+            for fd, _, _ in pending:
+                os.close(fd)
+
+    def _entry(self, fd: int, entry: os.DirEntry[str], prefix: str, target: dict[str, FileEntry], pending: list[tuple[int, str, dict[str, FileEntry]]]) -> None:
+        rel = prefix + entry.name
+        if not _utf8(entry.name):
+            self.skipped.append(Skipped(printable(rel), "bad-name"))  # no UTF-8 name to record it under
+        elif entry.is_symlink():
+            self.skipped.append(Skipped(rel, "symlink"))
+        elif self.settings.is_excluded(rel):
+            return
+        elif entry.is_dir(follow_symlinks=False):
+            below = self._into(rel, entry.name, target)
+            if below is None:
+                return
+            try:
+                pending.append((os.open(entry.name, DIR_FLAGS, dir_fd=fd), rel + "/", below))
+            except OSError as exc:
+                self.skipped.append(Skipped(rel, _OPEN_ERRORS.get(exc.errno, "unreadable")))
+        elif not entry.is_file(follow_symlinks=False):
+            self.skipped.append(Skipped(rel, "special-file"))
+        elif not is_temp_name(entry.name):
+            result = _read_entry(fd, entry.name, rel, self.settings.max_file_bytes)
+            if isinstance(result, FileEntry):
+                target[rel] = result
+            elif result is not None:
+                self.skipped.append(result)
 
     def _into(self, rel: str, name: str, target: dict[str, FileEntry]) -> dict[str, FileEntry] | None:
         """Where a subfolder's files go (live files, the archive), or None when it is not read."""
@@ -171,15 +192,15 @@ def printable(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
-def _listing(path: str) -> list[os.DirEntry[str]]:
-    with os.scandir(path) as entries:
+def _listing(fd: int) -> list[os.DirEntry[str]]:
+    with os.scandir(fd) as entries:
         return sorted(entries, key=attrgetter("name"))
 
 
-def _read_entry(path: str, rel: str, limit: int) -> FileEntry | Skipped | None:
+def _read_entry(folder: int, name: str, rel: str, limit: int) -> FileEntry | Skipped | None:
     """The file's entry, why it was skipped, or None if it vanished mid-scan."""
     try:
-        fd = os.open(path, READ_FLAGS)
+        fd = os.open(name, READ_FLAGS, dir_fd=folder)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -188,6 +209,8 @@ def _read_entry(path: str, rel: str, limit: int) -> FileEntry | Skipped | None:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             return Skipped(rel, "special-file")
+        if info.st_nlink > 1:  # its bytes are shared with a name that may be outside the store
+            return Skipped(rel, "hard-link")
         if info.st_size > limit:
             return Skipped(rel, "too-large")
         data = read_fd(fd, limit, info.st_size)

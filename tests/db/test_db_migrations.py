@@ -10,7 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
-from daemon.db.engine import MIGRATIONS, alembic_config, open_engine, pending_migrations
+from daemon.db.engine import HEAD_REVISION, MIGRATIONS, alembic_config, open_engine, pending_migrations
 from daemon.db.schema import metadata
 
 
@@ -45,7 +45,7 @@ def test_upgrade_is_idempotent_and_nothing_is_pending(backend_url, engine):
 def test_blank_database_opened_without_migrating_has_pending_revisions(backend_url):
     engine = open_engine(backend_url, migrate=False)
     try:
-        assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace"]
+        assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity"]
         assert _tables(engine) == set()  # pending_migrations only reads
     finally:
         engine.dispose()
@@ -55,7 +55,7 @@ def test_downgrade_to_base_then_upgrade_again(engine):
     with engine.connect() as conn:
         command.downgrade(alembic_config(conn), "base")
     assert _tables(engine) == set()
-    assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace"]
+    assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity"]
     with engine.connect() as conn:
         command.upgrade(alembic_config(conn), "head")
     assert _tables(engine) == set(metadata.tables)
@@ -80,8 +80,8 @@ def test_migrating_leaves_foreign_keys_enforced_on_the_connection(sqlite_engine)
 BAD_MIGRATION = '''
 from alembic import op
 
-revision = "0006_bad"
-down_revision = "0005_no_replace"
+revision = "9999_bad"
+down_revision = "{head}"
 
 
 def upgrade():
@@ -96,7 +96,7 @@ def upgrade():
 def test_a_migration_leaving_a_dangling_reference_rolls_back_alone(sqlite_engine, tmp_path):
     extra = tmp_path / "versions"
     extra.mkdir()
-    (extra / "0006_bad.py").write_text(BAD_MIGRATION)
+    (extra / "9999_bad.py").write_text(BAD_MIGRATION.replace("{head}", HEAD_REVISION))
     with sqlite_engine.connect() as conn:
         config = alembic_config(conn)
         config.set_main_option("version_locations", f"{MIGRATIONS / 'versions'}{os.pathsep}{extra}")
@@ -104,7 +104,7 @@ def test_a_migration_leaving_a_dangling_reference_rolls_back_alone(sqlite_engine
             command.upgrade(config, "head")
         assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
         version = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
-        assert version == "0005_no_replace"
+        assert version == HEAD_REVISION
         assert "scratch" not in inspect(conn).get_table_names()
 
 
@@ -129,7 +129,7 @@ def test_upgrade_from_the_oldest_revision_keeps_data(sqlite_engine):
         command.downgrade(alembic_config(conn), "0001_initial")
     with sqlite_engine.begin() as conn:
         conn.execute(insert(schema.stores).values(name="s", root="/s", preset="generic", created_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)))
-    assert pending_migrations(sqlite_engine) == ["0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace"]
+    assert pending_migrations(sqlite_engine) == ["0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity"]
     with sqlite_engine.connect() as conn:
         command.upgrade(alembic_config(conn), "head")
     assert pending_migrations(sqlite_engine) == []

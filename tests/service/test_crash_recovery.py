@@ -2,8 +2,9 @@
 all-old or all-new, and recovery (run by ``dreamd verify``) finishes the job.
 
 The child is a real Python process running ``dreamd apply``/``revert`` through
-``daemon.cli.main.main``; only in the child are ``write_atomic`` / ``remove_file`` (and
-``os.replace``, for a kill between temp file and rename) wrapped to SIGKILL the process.
+``daemon.cli.main.main``; only in the child are ``write_atomic`` / ``remove_file`` (and the
+renames of ``stores.folders``, for a kill between temp file and rename, or between the
+exchange and the check of the displaced file) wrapped to SIGKILL the process.
 """
 
 from __future__ import annotations
@@ -28,21 +29,24 @@ from daemon.service.review import decide, get_proposal
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from daemon.stores import files
+    from daemon.stores import files, folders
 
     plan, url, command, proposal = sys.argv[1:5]
     when, nth = plan.split(":")
     nth = int(nth)
     calls = 0
-    real_replace = os.replace
 
     def die():
         os.kill(os.getpid(), signal.SIGKILL)
 
-    def replace_then_die(src, dst, *args, **kwargs):
-        if files.TEMP_MARKER in os.fspath(src):
-            die()  # the temp file is written and fsynced; the rename never happens
-        return real_replace(src, dst, *args, **kwargs)
+    def dying(real, after):
+        def rename(src_fd, src, dst_fd, dst):
+            if not after:
+                die()  # the temp file is written and fsynced; the rename never happens
+            result = real(src_fd, src, dst_fd, dst)
+            die()  # renamed: the displaced file waits at the temp name, not yet checked
+            return result
+        return rename
 
     def counted(real):
         def operation(*args, **kwargs):
@@ -50,8 +54,9 @@ CHILD = textwrap.dedent(
             calls += 1
             if calls == nth and when == "before":
                 die()
-            if calls == nth and when == "replace":
-                os.replace = replace_then_die
+            if calls == nth and when in ("replace", "exchanged"):
+                folders.exchange = dying(folders.exchange, when == "exchanged")
+                folders.move_new = dying(folders.move_new, when == "exchanged")
             result = real(*args, **kwargs)
             if calls == nth and when == "after":
                 die()
@@ -125,8 +130,11 @@ def _assert_recovered(root, cli, db_url, make_app, pid, expected, final_state):
 
 @pytest.mark.parametrize(
     "plan",
-    ["before:1", "before:2", "before:3", "after:3", "replace:1", "replace:2"],
-    ids=["journal-open-nothing-written", "archive-copy-written", "index-written", "all-written-not-recorded", "temp-archive-copy-not-renamed", "temp-index-not-renamed"],
+    ["before:1", "before:2", "before:3", "after:3", "replace:1", "replace:2", "exchanged:2", "exchanged:3"],
+    ids=[
+        "journal-open-nothing-written", "archive-copy-written", "index-written", "all-written-not-recorded", "temp-archive-copy-not-renamed",
+        "temp-index-not-renamed", "old-index-displaced-not-checked", "removed-note-moved-not-checked",
+    ],  # fmt: skip
 )
 def test_apply_killed_at_each_journal_step_recovers_to_all_new(accepted, plan, db_url, cli, make_app):
     """After a SIGKILL at this step each file is whole (old or new), and verify's recovery leaves all new, applied and logged."""
@@ -135,7 +143,7 @@ def test_apply_killed_at_each_journal_step_recovers_to_all_new(accepted, plan, d
     crashed = _on_disk(root, after)
     for path, data in crashed.items():
         assert data in (before[path], after[path]), path
-    if plan.startswith("replace"):
+    if plan.startswith(("replace", "exchanged:2")):
         (temp,) = _temp_files(root)
         assert temp.startswith(".dreamd-archive/"), "a flat store's top level never holds a dreamd file, even after a crash"
     top = [p.name for p in root.iterdir() if p.is_file()]

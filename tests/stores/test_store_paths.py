@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from daemon.core.errors import StoreError, UnsafePathError
-from daemon.stores.paths import resolve_in_store, safe_relpath, store_root
+from daemon.stores.files import read_file, remove_file, write_atomic
+from daemon.stores.paths import safe_relpath, store_root
 
 
 @pytest.mark.parametrize(
@@ -54,28 +55,34 @@ def test_safe_relpath_refuses(rel: str) -> None:
         safe_relpath(rel)
 
 
-def test_resolve_in_store_allows_missing_parts(tmp_path: Path) -> None:
-    """A path whose folders do not exist yet resolves under the root."""
-    assert resolve_in_store(tmp_path, "new/dir/a.md") == tmp_path / "new/dir/a.md"
+def test_a_write_creates_missing_folders_under_the_root(tmp_path: Path) -> None:
+    """A path whose folders do not exist yet is written under the root."""
+    write_atomic(tmp_path, "new/dir/a.md", b"x")
+    assert (tmp_path / "new/dir/a.md").read_bytes() == b"x"
 
 
-def test_resolve_in_store_refuses_symlinked_file(tmp_path: Path) -> None:
+def test_a_symlinked_file_is_refused(tmp_path: Path) -> None:
     """A symlink as the final component is refused, even one pointing inside the store."""
     (tmp_path / "real.md").write_text("x")
     (tmp_path / "link.md").symlink_to(tmp_path / "real.md")
     with pytest.raises(UnsafePathError, match="symlink"):
-        resolve_in_store(tmp_path, "link.md")
+        read_file(tmp_path, "link.md")
+    with pytest.raises(UnsafePathError, match="symlink"):
+        write_atomic(tmp_path, "link.md", b"y")
+    assert (tmp_path / "real.md").read_text() == "x"
 
 
-def test_resolve_in_store_refuses_symlinked_folder(tmp_path: Path) -> None:
+def test_a_symlinked_folder_is_refused(tmp_path: Path) -> None:
     """A symlinked folder anywhere along the path is refused."""
     outside = tmp_path / "outside"
     outside.mkdir()
     root = tmp_path / "store"
     root.mkdir()
     (root / "sub").symlink_to(outside)
-    with pytest.raises(UnsafePathError):
-        resolve_in_store(root, "sub/a.md")
+    for action in (lambda: read_file(root, "sub/a.md"), lambda: write_atomic(root, "sub/a.md", b"x"), lambda: remove_file(root, "sub/a.md")):
+        with pytest.raises(UnsafePathError):
+            action()
+    assert list(outside.iterdir()) == []
 
 
 def test_store_root_may_be_a_symlink(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 from daemon.core.errors import StoreError, UnsafePathError
 from daemon.stores import files
-from daemon.stores.paths import open_roots, resolve_in_store
+from daemon.stores.paths import open_roots
 from daemon.stores.presets import resolve_settings
 from daemon.stores.scan import scan_store
 
@@ -84,7 +84,7 @@ def test_a_symlink_swapped_in_for_the_archive_root_is_refused_on_write(memories:
     (tmp_path / "outside").mkdir()
     (memories.parent / "memories.dreamd-archive").symlink_to(tmp_path / "outside")
     with pytest.raises(UnsafePathError):
-        resolve_in_store(roots, "memories.dreamd-archive/x.md")
+        files.read_file(roots, "memories.dreamd-archive/x.md")
     with pytest.raises(UnsafePathError):
         files.write_atomic(roots, "memories.dreamd-archive/x.md", b"x")
     assert list((tmp_path / "outside").iterdir()) == []

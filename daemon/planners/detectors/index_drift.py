@@ -23,7 +23,7 @@ import re
 from daemon.core.changes import new_entry
 from daemon.core.index import BY_STATUS, CLINE_TASKS, STATUSES, drop_lines, fitting, task_status
 from daemon.core.notes import Note
-from daemon.core.proposals import REINDEX, Draft, Evidence
+from daemon.core.proposals import REINDEX, Draft
 from daemon.core.view import StoreView
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import MAX_EVIDENCE, first_body_line, quote

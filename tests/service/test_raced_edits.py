@@ -1,0 +1,220 @@
+"""Edits, links and folders that change under an apply: what a person wrote is put back or kept,
+never thrown away, and nothing outside the store is read or written."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from daemon.config import adhoc_store
+from daemon.core.errors import ApplyError
+from daemon.db import repo
+from daemon.service import journal
+from daemon.service.apply import apply
+from daemon.service.history import verify
+from daemon.service.passes import run_pass
+from daemon.service.resolve import resolve
+from daemon.service.review import decide, get_proposal
+from daemon.stores import files
+from daemon.stores.files import temp_tag, write_atomic
+
+
+def _accepted_merge(app, root):
+    store = adhoc_store(root, "deepcode")
+    merge = next(o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge")
+    decide(app, merge.id, "accept")
+    view = get_proposal(app, merge.id)
+    rewritten = next(p for p in sorted(view.base) if view.base[p] and view.result[p] and view.base[p] != view.result[p])
+    return store, merge.id, rewritten
+
+
+def _conflict_journal(app, store):
+    with app.engine().connect() as conn:
+        (entry,) = repo.unfinished_journals(conn, repo.find_store(conn, store.name).id, ("conflict",))
+    return entry
+
+
+def test_a_write_to_the_old_file_in_the_last_instant_is_kept_and_put_back_by_resolve(example_store, make_app, monkeypatch):
+    """Someone holding the note open writes to it after dreamd checked the displaced file and
+    before its last name is gone: apply fails in one line (edit-raced), the bytes are a blob
+    and an event, the journal is a conflict, and resolve puts the note back with that line."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    held = os.open(example_store / rewritten, os.O_WRONLY | os.O_APPEND)
+    base = (example_store / rewritten).read_bytes()
+    real = files._check_late
+
+    def late(place, checked, keep):
+        if place.rel == rewritten:
+            os.write(held, b"A line written in the last instant.\n")
+        return real(place, checked, keep)
+
+    monkeypatch.setattr(files, "_check_late", late)
+    with pytest.raises(ApplyError, match=f"{rewritten} was written to in the instant dreamd replaced it") as failed:
+        apply(app, [pid])
+    monkeypatch.undo()
+    os.close(held)
+    assert failed.value.__cause__.code == "edit-raced"
+    entry = _conflict_journal(app, store)
+    with app.engine().connect() as conn:
+        raced = repo.displaced(conn, entry.store_id, entry.id)
+        kept = repo.get_blobs(conn, raced.values())
+    assert kept[raced[rewritten]] == base + b"A line written in the last instant.\n"
+    assert any(f"journal {entry.id}" in p and "conflict" in p for p in verify(app, store).problems)
+
+    done = resolve(app, entry.id)
+
+    assert rewritten in done.returned
+    assert (example_store / rewritten).read_bytes() == base + b"A line written in the last instant.\n"
+    assert get_proposal(app, pid).state == "stale"
+    assert verify(app, store).problems == [f"{rewritten}: modified since dreamd last recorded the store"]  # the late line: a person's edit
+
+
+def test_an_edit_before_the_exchange_is_swapped_back_in_place(example_store, make_app, monkeypatch):
+    """An edit landing after dreamd's last hash check but before its rename is found in the
+    displaced file: the two are swapped back, the edit stays in place, the journal is a conflict."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    real = files.folders.exchange
+    edited = []
+
+    def exchange(src_fd, src, dst_fd, dst):
+        if dst == os.path.basename(rewritten) and not edited:
+            with open(example_store / rewritten, "ab") as note:
+                note.write(b"An edit in the last millisecond.\n")
+            edited.append(dst)
+        return real(src_fd, src, dst_fd, dst)
+
+    monkeypatch.setattr(files.folders, "exchange", exchange)
+    with pytest.raises(ApplyError, match=f"{rewritten} changed while dreamd was writing"):
+        apply(app, [pid])
+    monkeypatch.undo()
+    assert (example_store / rewritten).read_bytes().endswith(b"An edit in the last millisecond.\n")
+    assert not [p for p in example_store.rglob("*") if files.TEMP_MARKER in p.name]
+    entry = _conflict_journal(app, store)
+    assert rewritten in resolve(app, entry.id).kept
+    assert (example_store / rewritten).read_bytes().endswith(b"An edit in the last millisecond.\n")
+
+
+def test_a_hard_linked_note_is_skipped_and_its_bytes_never_stored(make_store, make_app, tmp_path):
+    """A note hard-linked to a file outside the store is reported and never read: its bytes
+    are in no blob, diff or proposal, and a write to it is refused."""
+    secret = b"---\nname: Outside\n---\nA secret that lives outside the store: port 8080.\n"
+    root = make_store({"MEMORY.md": "# Memory\n", "a.md": secret.decode()})
+    outside = tmp_path / "outside.md"
+    outside.write_bytes(secret)
+    os.link(outside, root / "linked.md")
+    app = make_app()
+    report = run_pass(app, adhoc_store(root, "deepcode"))
+    assert ("linked.md", "hard-link") in [(s.path, s.reason) for s in report.skipped_files]
+    with app.engine().connect() as conn:
+        stored = [row.data for row in conn.execute(repo.t.blobs.select())]
+        diffs = [row.diff for row in conn.execute(repo.t.proposals.select())]
+    assert all(b"lives outside" not in data for data in stored if data != secret)  # a.md's own bytes are its own
+    assert all("linked.md" not in d for d in diffs)
+    with pytest.raises(files.UnsafePathError, match="hard-linked"):
+        write_atomic(root, "linked.md", b"overwritten\n")
+    assert outside.read_bytes() == secret
+
+
+def test_reading_a_hard_linked_file_is_refused(tmp_path):
+    (tmp_path / "outside.md").write_bytes(b"outside\n")
+    store = tmp_path / "store"
+    store.mkdir()
+    os.link(tmp_path / "outside.md", store / "a.md")
+    with pytest.raises(files.UnsafePathError, match="hard-linked"):
+        files.read_file(store, "a.md")
+    assert journal.on_disk(store, ["a.md"]) == {"a.md": "unreadable"}  # never passes a compare-and-swap
+
+
+def test_a_store_folder_replaced_at_its_path_is_refused_until_adopted(example_store, make_app, cli, tmp_path):
+    """A folder re-created at the registered path (same files, another inode) is not the store:
+    apply and pass refuse it in one line (exit 3) and write nothing; ``pass --adopt-root`` takes it."""
+    app = make_app()
+    store, pid, _ = _accepted_merge(app, example_store)
+    moved = tmp_path / "moved"
+    example_store.rename(moved)
+    shutil.copytree(moved, example_store)
+    before = {p: p.read_bytes() for p in example_store.rglob("*") if p.is_file()}
+    db = app.db_url
+    applied = cli("--db", db, "apply", str(pid))
+    assert applied.code == 3
+    assert applied.err.strip().splitlines()[-1].startswith(f"error[store-moved]: store {str(example_store)!r}: {example_store} is not the folder it was registered with")
+    passed = cli("--db", db, "pass", "--store", str(example_store), "--preset", "deepcode")
+    assert passed.code == 3 and "--adopt-root" in passed.err
+    assert {p: p.read_bytes() for p in example_store.rglob("*") if p.is_file()} == before
+    adopted = cli("--db", db, "pass", "--store", str(example_store), "--preset", "deepcode", "--adopt-root")
+    assert adopted.code == 0, adopted.err
+    assert cli("--db", db, "apply", str(pid)).code == 0
+    with app.engine().connect() as conn:
+        assert "store.adopted" in [e.type for e in conn.execute(repo.t.events.select())]
+
+
+def test_a_root_replaced_while_a_command_runs_is_refused(tmp_path):
+    """The roots a command opened remember the folder: one swapped in afterwards gets no byte."""
+    from daemon.stores.paths import open_roots
+
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "a.md").write_bytes(b"a\n")
+    roots = open_roots(store, ".dreamd-archive")
+    store.rename(tmp_path / "away")
+    store.mkdir()
+    with pytest.raises(files.UnsafePathError, match="was replaced by another folder"):
+        write_atomic(roots, "a.md", b"into the new folder\n")
+    with pytest.raises(files.UnsafePathError, match="was replaced by another folder"):
+        files.read_file(roots, "a.md")
+    assert list(store.iterdir()) == []
+
+
+def test_resolve_keeps_the_archive_copy_when_the_removed_note_was_re_created(example_store, make_app):
+    """An apply that died after archiving a note and removing it, then the person re-created
+    the note: resolve rolls back the rest but leaves the archive copy (the note's old bytes)."""
+    app = make_app()
+    store, pid, _ = _accepted_merge(app, example_store)
+    view = get_proposal(app, pid)
+    removed = next(p for p in view.base if view.base[p] and view.result[p] is None)
+    archived = next(p for p in view.base if view.base[p] is None and view.result[p])
+    with app.engine().begin() as conn:
+        store_id = repo.find_store(conn, store.name).id
+        proposal_files, blobs = journal.proposal_bytes(conn, store_id, pid)
+        steps = [{"path": p, "before": b, "after": r} for p, (b, r) in sorted(proposal_files.items()) if b != r]
+        repo.put_blobs(conn, {r: blobs[r] for _, r in proposal_files.values() if r})
+        journal_id = repo.open_journal(conn, store_id, pid, "apply", steps, app.clock())
+    old = blobs[proposal_files[archived][1]]
+    write_atomic(example_store, archived, old)  # dreamd archived the note, then removed it
+    (example_store / removed).unlink()
+    (example_store / removed).write_bytes(b"---\nname: new\n---\nWritten again by hand.\n")
+    run_pass(app, store)  # recovery finds the conflict
+    done = resolve(app, _conflict_journal(app, store).id)
+    assert done.left == [archived] and removed in done.kept
+    assert (example_store / archived).read_bytes() == old
+    assert journal_id == _journal_ids(app, store)[-1]
+
+
+def _journal_ids(app, store):
+    with app.engine().connect() as conn:
+        return [row.id for row in conn.execute(repo.t.journal.select().order_by(repo.t.journal.c.id))]
+
+
+def test_resolve_removes_a_temp_file_its_journal_left(example_store, make_app):
+    """A crash during recovery can leave a temp file of a journal that is then closed as a
+    conflict: resolve removes it (its bytes kept), and verify is clean again."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    with app.engine().begin() as conn:
+        store_id = repo.find_store(conn, store.name).id
+        journal_id = repo.open_journal(conn, store_id, pid, "apply", [], app.clock())
+        repo.close_journal(conn, store_id, journal_id, "conflict", app.clock())
+    leftover = example_store / ".dreamd-archive" / f".{rewritten}{files.TEMP_MARKER}{temp_tag(journal_id)}0123abcd"
+    leftover.parent.mkdir(exist_ok=True)
+    leftover.write_bytes(b"half of something\n")
+    assert any("leftover temporary file" in p for p in verify(app, store).problems)
+    resolve(app, journal_id)
+    assert not leftover.exists()
+    assert verify(app, store).clean
+    with app.engine().connect() as conn:
+        (event,) = [e for e in conn.execute(repo.t.events.select()) if e.type == repo.DISPLACED]
+        assert repo.get_blobs(conn, [event.payload["hash"]]) == {event.payload["hash"]: b"half of something\n"}

@@ -1,0 +1,158 @@
+"""Races against the file primitives, run for real: another process swaps folders or appends
+to a note while dreamd writes. Nothing outside the store may change, and nothing a person
+wrote may exist only in a file dreamd removed.
+
+Each race prints its counts (``-s`` shows them); the closing notes of the project quote them.
+"""
+
+from __future__ import annotations
+
+import select
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from daemon.core.errors import ConflictError, EditRacedError, StoreError
+from daemon.core.hashing import hash_bytes
+from daemon.stores import folders
+from daemon.stores.files import TEMP_MARKER, write_atomic
+from daemon.stores.paths import open_roots
+
+pytestmark = pytest.mark.skipif(folders._RENAMEAT2 is None, reason="needs renameat2 (Linux, glibc >= 2.28)")
+
+SWAPPER = textwrap.dedent(
+    """
+    import ctypes, os, sys
+    renameat2 = ctypes.CDLL(None, use_errno=True).renameat2
+    a, b, n = os.fsencode(sys.argv[1]), os.fsencode(sys.argv[2]), int(sys.argv[3])
+    print("ready", flush=True)
+    for _ in range(n):
+        renameat2(-100, a, -100, b, 2)  # AT_FDCWD, RENAME_EXCHANGE
+    """
+)
+
+
+def _swapping(store: Path, outside: Path, iterations: int) -> subprocess.Popen[str]:
+    """A process exchanging ``store/sub`` (a real folder) with ``store/link`` (a symlink to
+    ``outside``) as fast as it can, ``iterations`` times."""
+    (store / "link").symlink_to(outside, target_is_directory=True)
+    child = subprocess.Popen([sys.executable, "-c", SWAPPER, str(store / "sub"), str(store / "link"), str(iterations)], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    return child
+
+
+def _outside(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "note.md").write_bytes(b"a file that is not the store's\n")
+    return outside, {p.name: p.read_bytes() for p in outside.iterdir()}
+
+
+def _naive_write(root: Path, rel: str, data: bytes) -> None:
+    (root / rel).write_bytes(data)  # what a check-then-use-by-path write amounts to
+
+
+def _race(tmp_path: Path, write, rounds: int) -> tuple[int, int, int]:  # noqa: ANN001
+    """(writes done, writes refused, escapes: times a byte outside the store changed)."""
+    store = tmp_path / "store"
+    (store / "sub").mkdir(parents=True)
+    (store / "sub/note.md").write_bytes(b"inside\n")
+    outside, before = _outside(tmp_path)
+    roots = open_roots(store, ".dreamd-archive")
+    child = _swapping(store, outside, 10**7)
+    done = refused = escapes = 0
+    try:
+        for i in range(rounds):
+            try:
+                write(roots if write is write_atomic else store, "sub/note.md", f"written {i}\n".encode())
+                done += 1
+            except (StoreError, OSError):
+                refused += 1
+            now = {p.name: p.read_bytes() for p in outside.iterdir()}
+            if now != before:
+                escapes += 1
+                for name in set(now) - set(before):
+                    (outside / name).unlink()
+                (outside / "note.md").write_bytes(before["note.md"])
+    finally:
+        child.kill()
+        child.wait()
+    return done, refused, escapes
+
+
+def test_a_folder_swapped_for_a_symlink_mid_write_never_lets_a_byte_outside_the_store(tmp_path: Path) -> None:
+    """400 writes while another process exchanges the note's folder with a symlink to an outside
+    folder: every write lands inside or is refused; the outside folder never changes."""
+    done, refused, escapes = _race(tmp_path, write_atomic, 400)
+    print(f"directory-swap race: {done + refused} writes, {done} done, {refused} refused, {escapes} escapes")
+    assert escapes == 0
+    assert done > 0 and refused > 0  # the race really ran both ways
+
+
+def test_the_swap_race_does_escape_a_write_made_by_path(tmp_path: Path) -> None:
+    """The same race against a plain by-path write: it does reach outside, so the test above can fail."""
+    _, _, escapes = _race(tmp_path / "naive", _naive_write, 400)
+    assert escapes > 0
+
+
+APPENDER = textwrap.dedent(
+    """
+    import os, random, sys, time
+    folder, note, marker = sys.argv[1], sys.argv[2], sys.argv[3]
+    k = 0
+    print("ready", flush=True)
+    while True:
+        if any(marker in name for name in os.listdir(folder)):
+            if k % 2:
+                time.sleep(random.random() * 0.003)  # sometimes after the exchange, not before
+            with open(note, "ab") as f:  # by path, as an editor or `echo >>` does
+                f.write(b"appended line %d\\n" % k)
+            print(k, flush=True)
+            k += 1
+            while any(marker in name for name in os.listdir(folder)):
+                pass
+    """
+)
+
+
+def test_an_append_racing_the_replace_is_never_lost(tmp_path: Path) -> None:
+    """A person appends to the note the moment dreamd's temp file appears (before, during or
+    after the exchange): each appended line is afterwards in the note or in a kept blob."""
+    store = tmp_path / "store"
+    store.mkdir()
+    note = store / "note.md"
+    base = b"# Note\n\nThe port is 8080.\n"
+    new = b"# Note\n\nThe port is 8080 (merged).\n"
+    roots = open_roots(store, ".dreamd-archive")
+    child = subprocess.Popen([sys.executable, "-c", APPENDER, str(store), str(note), TEMP_MARKER], stdout=subprocess.PIPE, text=True)
+    assert child.stdout is not None and child.stdout.readline() == "ready\n"
+    kept: list[bytes] = []
+    counts = {"runs": 0, "appended": 0, "conflict": 0, "raced": 0, "after-write": 0, "lost": 0}
+    try:
+        for _ in range(60):
+            note.write_bytes(base)
+            counts["runs"] += 1
+            try:
+                write_atomic(roots, "note.md", new, expected={hash_bytes(base)}, keep=lambda _, data: kept.append(data))
+                outcome = "after-write"
+            except EditRacedError:
+                outcome = "raced"
+            except ConflictError:
+                outcome = "conflict"
+            ready, _, _ = select.select([child.stdout], [], [], 0.5)
+            if not ready:
+                continue  # the appender never saw this temp file: no race this round
+            line = f"appended line {child.stdout.readline().strip()}\n".encode()
+            counts["appended"] += 1
+            counts[outcome] += 1
+            if line not in note.read_bytes() and not any(line in data for data in kept):
+                counts["lost"] += 1
+    finally:
+        child.kill()
+        child.wait()
+    print(f"lost-update race: {counts}")
+    assert counts["lost"] == 0
+    assert counts["appended"] >= 30  # the race was really run, most rounds
