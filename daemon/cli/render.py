@@ -13,16 +13,30 @@ import click
 # C0 and C1 control characters but newline and tab: a note's name or text could otherwise move
 # the cursor, rewrite the screen or set the window title of whoever reads dreamd's output.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_CONTROL_IN_LINE = re.compile(r"[\x00-\x1f\x7f-\x9f]")  # newline and tab too
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
 def printable(text: str) -> str:
     """``text`` with every control character but newline and tab shown as an escape (``\\x1b``)."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL.sub(_escape, text)
+
+
+def one_line(text: str) -> str:
+    """A field shown on one line (a title, a rationale, a path): a newline or tab in it, as in
+    a note named ``new\\nline.md``, is shown as ``\\n`` or ``\\t`` so it cannot fake a line."""
+    return _CONTROL_IN_LINE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    return _NAMED.get(char) or f"\\x{ord(char):02x}"
 
 
 def say(text: str, *, err: bool = False, nl: bool = True) -> None:
-    """Print human-readable text built from store data, escaped so it cannot drive a terminal."""
-    click.echo(printable(text), err=err, nl=nl)
+    """Print one line of human-readable text built from store data, escaped so it can neither
+    drive a terminal nor break into two lines."""
+    click.echo(one_line(text), err=err, nl=nl)
 
 
 def emit_json(value: Any) -> None:
@@ -85,7 +99,7 @@ def proposal_header(p: dict[str, Any]) -> str:
         quote = e["quote"].strip().splitlines()[0][:100] if e["quote"].strip() else ""
         lines.append(f"  evidence: {e['path']}:{e['start']}-{e['end']} {quote!r}")
     lines += reads_lines(p.get("reads") or {})
-    return f"{head} {printable(p['title'])}\n" + printable("\n".join(lines))  # only the head is styled
+    return f"{head} {one_line(p['title'])}\n" + "\n".join(map(one_line, lines))  # only the head is styled
 
 
 def reads_lines(reads: dict[str, Any]) -> list[str]:
@@ -112,4 +126,4 @@ def reads_lines(reads: dict[str, Any]) -> list[str]:
 
 def proposal_line(p: dict[str, Any]) -> str:
     lossy = " lossy" if p.get("lossy") else ""
-    return printable(f"#{p['id']:<5} {p['state']:<10} {p['kind']:<11} {p['confidence']:.2f}{lossy}  {p['store']}: {p['title']}")
+    return one_line(f"#{p['id']:<5} {p['state']:<10} {p['kind']:<11} {p['confidence']:.2f}{lossy}  {p['store']}: {p['title']}")

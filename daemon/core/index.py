@@ -28,9 +28,13 @@ FORMATS = (LINKS, CLINE_TASKS)
 BY_STATUS = "status"  # Cline: the section named by the task file's **Status:**
 BY_TYPE = "type"  # a MEMORY.md with sections: the one named like the note's type (user, project...)
 
-_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]+?\.md)(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
+# [text](target.md#anchor "title"): label group 1 ("label"), target group 2 ("t"). No class
+# crosses a "[" or a line end, so a hostile line ("[[[[…", "[a]([a]([a](…") is matched in
+# linear time: one failed attempt never rescans what the next one will.
+LINK_PATTERN = r"\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<t>[^()\[\]\s>]+?\.md)(?:#[^()\s>]*)?>?(?:\s+\"[^\"\n]*\")?\s*\)"
+_LINK = re.compile(LINK_PATTERN)
 # a link plus the decoration around it in list-of-links lines: "[a](a.md) (123), "
-_LINK_TOKEN = r"\[[^\]\n]*\]\(\s*<?{target}(?:#[^)\s]*)?>?(?:\s+\"[^\"]*\")?\s*\)(?:\s*\(\d+\))?"
+_LINK_TOKEN = r"\[[^\[\]\n]*\]\(\s*<?{target}(?:#[^()\s>]*)?>?(?:\s+\"[^\"\n]*\")?\s*\)(?:\s*\(\d+\))?"
 # "[TASK011]", and ranges "[TASK052..054]" / "[TASK052-054]" naming the file TASK052-054-*.md
 _TASK = re.compile(r"\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\]")
 
@@ -358,7 +362,7 @@ def compact(spec: IndexSpec, text: str, notes: Iterable[str], width: int) -> tup
     return "".join(out), shortened
 
 
-_ENTRY_TOKEN = {LINKS: _LINK, CLINE_TASKS: re.compile(r"\[TASK[^\]]*\](?:[^-—–\n]*?(?=\s[-—–]\s)|[^\n]*$)")}
+_ENTRY_TOKEN = {LINKS: _LINK, CLINE_TASKS: re.compile(r"\[TASK[^\[\]\n]*\](?:[^-—–\n]*?(?=\s[-—–]\s)|[^\n]*$)")}
 
 
 def _words(text: str) -> list[str]:

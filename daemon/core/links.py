@@ -18,11 +18,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from daemon.core.index import task_id
+from daemon.core.index import LINK_PATTERN, task_id
 from daemon.core.reader import MARKDOWN, MEM, TASK_ID, WIKI, note_name
 
-# [text](target.md#anchor "title"): the target is group "t"
-_MARKDOWN = re.compile(r"\[(?P<label>[^\]\n]*)\]\(\s*<?(?P<t>[^)\s>]+?\.md)(?:#[^)\s>]*)?>?(?:\s+\"[^\"]*\")?\s*\)")
+_MARKDOWN = re.compile(LINK_PATTERN)  # [text](target.md#anchor "title"): the target is group "t"
 # Serena's name characters: letters, digits, "_", "-" and "/" (no "."), prefixed by mem:
 _MEM_CHARS = r"A-Za-z0-9_\-/"
 _MEM = re.compile(rf"(?<![{_MEM_CHARS}])mem:(?P<t>[{_MEM_CHARS}]+)")

@@ -17,7 +17,29 @@ from daemon.core.errors import DiffError
 def _strip_prefix(name: str) -> str | None:
     if name == "/dev/null":
         return None
+    name = unquote_git(name)
     return name[2:] if name.startswith(("a/", "b/")) else name
+
+
+_C_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+_C_ESCAPE = re.compile(r'\\([0-7]{3}|[abtnvfr"\\])')
+
+
+def unquote_git(name: str) -> str:
+    """A path as git writes it in a diff header: C-quoted (``"a/tab\\there.md"``) when it holds
+    a quote, a backslash or a control character, with octal escapes for other bytes."""
+    if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
+        return name
+    body = name[1:-1]
+    raw = bytearray()
+    position = 0
+    for match in _C_ESCAPE.finditer(body):
+        raw += body[position : match.start()].encode("utf-8", "surrogateescape")
+        code = match.group(1)
+        raw.append(int(code, 8) if len(code) == 3 else _C_ESCAPES[code])
+        position = match.end()
+    raw += body[position:].encode("utf-8", "surrogateescape")
+    return raw.decode("utf-8", "surrogateescape")
 
 
 def _line_end(data: bytes, offset: int) -> int:

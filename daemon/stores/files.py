@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import re
 import secrets
+import signal
 import stat
+import time
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -228,18 +231,50 @@ def _check_displaced(place: Place, expected: Collection[str | None], undo: Calla
     fd = os.open(place.temp, READ_FLAGS, dir_fd=place.temp_fd)
     try:
         _refuse_odd(os.fstat(fd), place.rel, "replace")
+        alone = _alone(fd)
         old = read_fd(fd)
     except BaseException:
         os.close(fd)
         raise
-    if hash_bytes(old) in expected:
+    if alone and hash_bytes(old) in expected:
         return Checked(fd, old)
     os.close(fd)
     undo(old)
+    if not alone:
+        raise ConflictError(
+            f"{place.rel} is open in another program, which could still write to it; nothing of it was overwritten",
+            hint="dreamd verify names the journal; dreamd resolve JOURNAL ends it, or apply again once it is closed",
+        )
     raise ConflictError(
         f"{place.rel} changed while dreamd was writing; nothing of it was overwritten",
         hint="dreamd verify names the journal; dreamd resolve JOURNAL ends it",
     )
+
+
+_LEASE_TRIES = 20  # x 10 ms: an agent or editor reading the note has a moment to close it
+_LEASE_SIGNAL = signal.SIGWINCH  # what a lease break would send: ignored unless handled, unlike SIGIO
+
+
+def _alone(fd: int) -> bool:
+    """Whether no other process has the displaced file open, so nobody can write to it after
+    it is checked: a write lease (``F_SETLEASE``) is granted only then. It is held until ``fd``
+    is closed, after the file's last name is gone. Where leases are not available (a file
+    dreamd's user does not own, a file system without them) the check after the unlink is what
+    remains (``_check_late``)."""
+    try:
+        fcntl.fcntl(fd, fcntl.F_SETSIG, _LEASE_SIGNAL)
+    except OSError:
+        return True
+    for attempt in range(_LEASE_TRIES):
+        try:
+            fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_WRLCK)
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EAGAIN:
+                return True  # no leases here (EACCES: not the owner; EINVAL: file system)
+        if attempt + 1 < _LEASE_TRIES:
+            time.sleep(0.01)
+    return False
 
 
 def _check_late(place: Place, checked: Checked, keep: Keep | None) -> None:

@@ -36,10 +36,31 @@ def _conflict_journal(app, store):
     return entry
 
 
-def test_a_write_to_the_old_file_in_the_last_instant_is_kept_and_put_back_by_resolve(example_store, make_app, monkeypatch):
-    """Someone holding the note open writes to it after dreamd checked the displaced file and
-    before its last name is gone: apply fails in one line (edit-raced), the bytes are a blob
-    and an event, the journal is a conflict, and resolve puts the note back with that line."""
+def test_a_note_held_open_by_another_program_is_not_replaced(example_store, make_app):
+    """A program holding the note open could write to it after any check: dreamd sees that (no
+    write lease can be had), swaps its new file back out and writes nothing; what the program
+    writes later lands in the note, not in a file dreamd removed."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    base = (example_store / rewritten).read_bytes()
+    held = os.open(example_store / rewritten, os.O_WRONLY | os.O_APPEND)
+    try:
+        with pytest.raises(ApplyError, match=f"{rewritten} is open in another program"):
+            apply(app, [pid])
+        os.write(held, b"Written after dreamd gave up.\n")
+    finally:
+        os.close(held)
+    assert (example_store / rewritten).read_bytes() == base + b"Written after dreamd gave up.\n"
+    assert not [p for p in example_store.rglob("*") if files.TEMP_MARKER in p.name]
+    entry = _conflict_journal(app, store)
+    assert rewritten in resolve(app, entry.id).kept
+
+
+def test_without_leases_a_write_in_the_last_instant_is_kept_and_put_back_by_resolve(example_store, make_app, monkeypatch):
+    """Where no write lease is available (a note dreamd's user does not own), someone holding
+    the note open may write after dreamd checked the displaced file: the bytes written before
+    its last name is gone are read back, apply fails in one line (edit-raced), the bytes are a
+    blob and an event, the journal is a conflict, and resolve puts the note back with them."""
     app = make_app()
     store, pid, rewritten = _accepted_merge(app, example_store)
     held = os.open(example_store / rewritten, os.O_WRONLY | os.O_APPEND)
@@ -51,6 +72,7 @@ def test_a_write_to_the_old_file_in_the_last_instant_is_kept_and_put_back_by_res
             os.write(held, b"A line written in the last instant.\n")
         return real(place, checked, keep)
 
+    monkeypatch.setattr(files, "_alone", lambda fd: True)
     monkeypatch.setattr(files, "_check_late", late)
     with pytest.raises(ApplyError, match=f"{rewritten} was written to in the instant dreamd replaced it") as failed:
         apply(app, [pid])
