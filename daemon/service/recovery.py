@@ -87,6 +87,31 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
     return done
 
 
+def sweep_temp_files(app: App, store: StoreConfig, store_id: int) -> list[str]:
+    """Remove temp files of this store's journals that are over (done or resolved): a crash
+    after a journal closed, in recovery too, can leave one, and verify would never be clean
+    again. Under the store's lease, their bytes kept; a busy store is left for later."""
+    roots = registered_roots(app, store_id, store)
+    found = store_files.find_temp_files(roots)
+    if not found:
+        return []
+    removed: list[str] = []
+    try:
+        with shielded(), holding_store(app, store_id, store.name):
+            with app.engine().connect() as conn:
+                over = {j: repo.journal_entry(conn, store_id, j) for j in {store_files.temp_journal(p) for p in found} if j is not None}
+            for journal_id, entry in over.items():
+                if entry is not None and entry.state in ("done", "resolved"):
+                    known = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
+                    keep = keeper(app, store_id, journal_id, entry.proposal_id, known)
+                    removed += store_files.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keep)
+    except StoreBusyError:
+        return []
+    if removed:
+        log.warning("temp_files.removed", store=store.name, files=removed)
+    return removed
+
+
 def keeper(app: App, store_id: int, journal_id: int, proposal_id: int, known: frozenset[str] = frozenset()) -> store_files.Keep:
     """Where a journal's writes put bytes they displaced and did not expect: a blob, committed
     before the displaced file is gone, and a ``file.displaced`` event naming it for resolve.

@@ -350,6 +350,12 @@ def find_temp_files(root: StoreRoots | Path, tags: tuple[str, ...] | None = None
     return sorted(found)
 
 
+def temp_journal(rel: str) -> int | None:
+    """The journal a tagged temp file was written for (its store path), or None."""
+    match = _TEMP_NAME.match(rel.rsplit("/", 1)[-1])
+    return int(match.group(1)[1:-1]) if match and match.group(1) else None
+
+
 def _is_ours(name: str, tags: tuple[str, ...] | None) -> bool:
     match = _TEMP_NAME.match(name)
     if match is None or not match.group(1):

@@ -240,3 +240,23 @@ def test_resolve_removes_a_temp_file_its_journal_left(example_store, make_app):
     with app.engine().connect() as conn:
         (event,) = [e for e in conn.execute(repo.t.events.select()) if e.type == repo.DISPLACED]
         assert repo.get_blobs(conn, [event.payload["hash"]]) == {event.payload["hash"]: b"half of something\n"}
+
+
+def test_verify_removes_a_temp_file_a_finished_journal_left(example_store, make_app):
+    """A crash after a journal was closed (done) but before its temp files were swept leaves
+    one behind: verify removes it under the lease (its bytes kept) and is clean, not unclean forever.
+    A temp file of a journal that is still in conflict is left for resolve, and one that is
+    not tagged with a journal is someone else's file and never touched."""
+    from daemon.service.apply import apply
+
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    assert [r.state for r in apply(app, [pid])] == ["applied"]
+    (done_journal,) = _journal_ids(app, store)
+    archive = example_store / ".dreamd-archive"
+    leftover = archive / f".{rewritten}{files.TEMP_MARKER}{temp_tag(done_journal)}00ff00ff"
+    leftover.write_bytes(b"an interrupted sweep\n")
+    foreign = archive / f".{rewritten}{files.TEMP_MARKER}00ff00ff"
+    foreign.write_bytes(b"not dreamd's\n")
+    assert verify(app, store).clean
+    assert not leftover.exists() and foreign.read_bytes() == b"not dreamd's\n"
