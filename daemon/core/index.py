@@ -14,6 +14,7 @@ section their note belongs to (``sections``), else at the end, and are never cut
 
 from __future__ import annotations
 
+import functools
 import posixpath
 import re
 from collections.abc import Iterable
@@ -241,6 +242,7 @@ def shorten(text: str, limit: int) -> str:
     return (cut.rstrip(" ,;:-–—") + "…") if cut else ""
 
 
+@functools.lru_cache(maxsize=4096)  # ``fitting`` asks for the same lines once per trial
 def entry_line(spec: IndexSpec, entry: NewEntry, *, hook: bool = True, newline: str = "\n") -> str:
     """The index line for ``entry``, within the line length the agent allows; the hook is
     shortened at a word boundary, or left out when ``hook`` is false or too little of it fits."""
@@ -256,7 +258,8 @@ def entry_line(spec: IndexSpec, entry: NewEntry, *, hook: bool = True, newline: 
         head = f"- [{task}] {shorten(title, max(limit - len(task) - 5, 10))}"
         sep = " - "
     room = limit - len(head) - len(sep)
-    said = _words(entry.description) != _words(title)  # a hook that repeats the title says nothing
+    # a hook that repeats the title says nothing; one much longer than it cannot repeat it
+    said = len(entry.description) > 4 * len(title) + 64 or _words(entry.description) != _words(title)
     text = shorten(entry.description, room) if hook and said and entry.description and room >= _MIN_HOOK else ""
     return head + (sep + text if text else "") + newline
 
