@@ -150,8 +150,7 @@ def write_atomic(
         except OSError as exc:
             raise _error("write", rel, exc) from exc
         finally:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=temp_fd)  # gone already unless something failed
+            _remove_if_ours(temp_fd, tmp, data)  # gone already unless something failed
         os.fsync(folder)
         if temp_fd != folder:
             os.fsync(temp_fd)
@@ -288,7 +287,11 @@ def _check_late(place: Place, checked: Checked, keep: Keep | None) -> None:
     if late == checked.data:
         return
     if keep is not None:
-        keep(place.rel, late)
+        try:
+            keep(place.rel, late)
+        except BaseException:
+            _leave(place, late)  # the database refused: a tagged temp file holds them for recovery
+            raise
     raise EditRacedError(
         f"{place.rel} was written to in the instant dreamd replaced it; those bytes are kept (blob {hash_bytes(late)[:12]})",
         hint="dreamd verify names the journal; dreamd resolve JOURNAL puts them back",
@@ -312,6 +315,26 @@ def _move_back(place: Place, old: bytes, keep: Keep | None) -> None:
     except FileExistsError:
         if keep is not None:
             keep(place.rel, old)
+
+
+def _remove_if_ours(folder: int, name: str, ours: bytes) -> None:
+    """Remove a temp file that holds dreamd's own bytes (or is gone); one holding anything
+    else (someone wrote into it, a keep failed) stays, for recovery to keep as a blob."""
+    with contextlib.suppress(OSError):
+        if read_file_at(folder, name) in (None, ours):
+            os.unlink(name, dir_fd=folder)
+
+
+def _leave(place: Place, data: bytes) -> None:
+    """Put bytes that could not be stored back under the temp name (tagged with the journal),
+    where recovery's sweep keeps them: nothing a person wrote lives only in a removed file."""
+    with contextlib.suppress(OSError):
+        fd = os.open(place.temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, _NEW_FILE_MODE, dir_fd=place.temp_fd)
+        try:
+            _write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def read_file_at(folder: int, name: str) -> bytes | None:

@@ -75,24 +75,30 @@ def test_resolve_from_the_cli(example_store, make_app, cli, tmp_path):
     assert f"restored {written}" in done.out and f"kept {edited} (edited by someone else)" in done.out
 
 
-def _failing_second_write(monkeypatch):
-    """The file system refuses dreamd's second write of a journal (a full disk, a read-only mount)."""
+def _failing_write(monkeypatch, nth):
+    """The file system refuses dreamd's ``nth`` file operation of a journal (a full disk, a
+    read-only mount): the archive copy, the index, or the removal of the retired note."""
     from daemon.core.errors import StoreError
     from daemon.stores import files
 
-    real, calls = files.write_atomic, []
+    calls = []
 
-    def write_atomic(*args, **kwargs):
-        calls.append(args[1])
-        if len(calls) == 2:
-            raise StoreError(f"cannot write {args[1]}: No space left on device")
-        return real(*args, **kwargs)
+    def failing(real):
+        def operation(*args, **kwargs):
+            calls.append(args[1])
+            if len(calls) == nth:
+                raise StoreError(f"cannot write {args[1]}: No space left on device")
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(files, "write_atomic", write_atomic)
+        return operation
+
+    monkeypatch.setattr(files, "write_atomic", failing(files.write_atomic))
+    monkeypatch.setattr(files, "remove_file", failing(files.remove_file))
 
 
-def test_a_write_that_fails_mid_journal_never_wedges_the_store(example_store, make_app, clock, monkeypatch, read_tree):
-    """An apply whose second write fails says so in one line and closes its journal as a conflict; verify names it, resolve restores dreamd's first write, and passes, applies and verify work again."""
+@pytest.mark.parametrize("nth", [1, 2, 3], ids=["archive-copy", "index", "removal"])
+def test_a_write_that_fails_mid_journal_never_wedges_the_store(nth, example_store, make_app, clock, monkeypatch, read_tree):
+    """An apply whose write fails at any point says so in one line and closes its journal as a conflict; verify names it, resolve restores what dreamd wrote before, and passes, applies and verify work again."""
     from daemon.core.errors import ApplyError
     from daemon.service.apply import apply
 
@@ -101,7 +107,7 @@ def test_a_write_that_fails_mid_journal_never_wedges_the_store(example_store, ma
     before = read_tree(example_store)
     merge = next(o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge")
     decide(app, merge.id, "accept")
-    _failing_second_write(monkeypatch)
+    _failing_write(monkeypatch, nth)
     with pytest.raises(ApplyError, match="failed while writing: cannot write .*No space left on device") as failed:
         apply(app, [merge.id])
     assert "dreamd resolve" in failed.value.hint
@@ -111,7 +117,7 @@ def test_a_write_that_fails_mid_journal_never_wedges_the_store(example_store, ma
     with app.engine().connect() as conn:
         (entry,) = repo.unfinished_journals(conn, repo.find_store(conn, store.name).id, ("conflict",))
     resolution = resolve(app, entry.id)
-    assert resolution.restored and not resolution.kept
+    assert len(resolution.restored) == nth - 1 and not resolution.kept
     assert read_tree(example_store) == before  # what dreamd wrote is rolled back byte for byte
     assert get_proposal(app, merge.id).state == "stale"
     clock.advance(minutes=1)

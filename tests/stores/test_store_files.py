@@ -189,3 +189,33 @@ def test_write_atomic_can_stage_its_temp_file_in_another_store_folder(tmp_path):
     assert (tmp_path / "MEMORY.md").read_bytes() == b"new\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == [".dreamd-archive", "MEMORY.md"]
     assert list((tmp_path / ".dreamd-archive").iterdir()) == []
+
+
+def test_bytes_that_cannot_be_kept_stay_in_a_tagged_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a lease, bytes written to the displaced file after its check are read back; if
+    storing them fails too (the database is gone), they are left in a temp file tagged with the
+    journal, which recovery's cleanup then keeps, instead of living only in a removed file."""
+    from daemon.core.errors import StateError
+    from daemon.core.hashing import hash_bytes
+    from daemon.stores import files
+
+    (tmp_path / "a.md").write_bytes(b"old\n")
+    held = os.open(tmp_path / "a.md", os.O_WRONLY | os.O_APPEND)
+    real = files._check_late
+
+    def late(place, checked, keep):  # noqa: ANN001
+        os.write(held, b"late\n")
+        return real(place, checked, keep)
+
+    def refused(path: str, data: bytes) -> None:
+        raise StateError("the state database is gone")
+
+    monkeypatch.setattr(files, "_alone", lambda fd: True)
+    monkeypatch.setattr(files, "_check_late", late)
+    with pytest.raises(StateError):
+        write_atomic(tmp_path, "a.md", b"new\n", expected={hash_bytes(b"old\n")}, keep=refused, tag=temp_tag(7))
+    os.close(held)
+    kept: list[bytes] = []
+    assert cleanup_temp_files(tmp_path, (temp_tag(7),), lambda path, data: kept.append(data)) != []
+    assert kept == [b"old\nlate\n"]
+    assert leftovers(tmp_path) == []
