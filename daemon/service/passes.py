@@ -30,7 +30,7 @@ from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.orphans import close_dead_passes
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
-from daemon.service.workspace import Observed, claim_store, observe, roots_of
+from daemon.service.workspace import Observed, claim_store, observe, registered_roots, roots_of
 
 from daemon.stores.scan import Skipped
 
@@ -137,7 +137,7 @@ def _busy(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.dat
 
 
 def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime) -> PassReport:
-    observed = observe(store)
+    observed = observe(store, registered_roots(app, store_id, store))
     scan = observed.scan
     fingerprint = _fingerprint(app, store)
     report = PassReport(store.name, "completed", scan.root_hash, pass_id, skipped_files=scan.skipped, notes=len(scan.notes), at=now)

@@ -186,8 +186,9 @@ class Observed:
     view: StoreView
 
 
-def observe(store: StoreConfig) -> Observed:
-    scan = scan_store(roots_of(store), store.settings)
+def observe(store: StoreConfig, roots: StoreRoots | None = None) -> Observed:
+    """Scan the store (through ``roots`` when the caller checked them against its registration)."""
+    scan = scan_store(roots or roots_of(store), store.settings)
     return Observed(scan, make_view(scan, store))
 
 
