@@ -94,36 +94,47 @@ def _patch_file(source: bytes, hunks) -> bytes:  # noqa: ANN001 - unidiff types
     return b"".join(out)
 
 
-_GIT_EXTENDED = re.compile(r"(?:old mode|new mode|deleted file mode|new file mode|index) ")
+_GIT_EXTENDED = re.compile(r"(?:old mode|new mode|deleted file mode|new file mode|index|similarity index|dissimilarity index|rename from|rename to) ")
+_RENAME_LINE = re.compile(r"rename (from|to) (.*)")
 
 
-def _without_git_headers(diff: str) -> str:
-    """Drop ``diff --git`` header blocks that a ``---``/``+++`` pair follows.
+def _git_sections(diff: str) -> tuple[str, dict[str, str]]:
+    """The diff without its ``diff --git`` header blocks, and its renames (target -> source).
 
-    The header names the path twice, space-separated, which unidiff cannot split when the
-    path holds a space ("my note.md"); the ``---``/``+++`` lines name it unambiguously.
-    Hunk lines never start with these words, so only headers are dropped.
+    A header names the path twice, space-separated, which unidiff cannot split when the
+    path holds a space ("my note.md"); the ``---``/``+++`` lines name it unambiguously, and
+    ``rename from``/``rename to`` name a moved file's two paths. A rename with no edit has
+    no ``---``/``+++`` lines at all: only its header says what moved. Hunk lines never
+    start with these words, so only headers are dropped.
     """
     lines = diff.split("\n")
     out: list[str] = []
+    renames: dict[str, str] = {}
     i = 0
     while i < len(lines):
         if lines[i].startswith("diff --git "):
             j = i + 1
+            moved: dict[str, str] = {}
             while j < len(lines) and _GIT_EXTENDED.match(lines[j]):
+                found = _RENAME_LINE.fullmatch(lines[j])
+                if found:
+                    moved[found.group(1)] = unquote_git(found.group(2))
                 j += 1
-            if j + 1 < len(lines) and lines[j].startswith("--- ") and lines[j + 1].startswith("+++ "):
-                i = j
-                continue
+            if set(moved) == {"from", "to"}:
+                renames[moved["to"]] = moved["from"]
+            i = j
+            continue
         out.append(lines[i])
         i += 1
-    return "\n".join(out)
+    return "\n".join(out), renames
 
 
 def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]:
-    """Apply ``diff`` to ``base`` (path -> bytes, None for absent) and return every file it names."""
+    """Apply ``diff`` to ``base`` (path -> bytes, None for absent) and return every file it
+    names; a renamed file's old path is in the result as removed."""
+    text, renames = _git_sections(diff)
     try:
-        patch = PatchSet(_without_git_headers(diff))
+        patch = PatchSet(text)
     except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
         raise DiffError(f"diff does not parse: {exc}") from exc
     results: dict[str, bytes | None] = {}
@@ -140,6 +151,11 @@ def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]
             results[path] = None
             continue
         results[path] = _patch_file(before or b"", patched)
+    for target, source in renames.items():
+        if base.get(source) is None:
+            raise DiffError(f"diff renames {source}, which is not in the base")
+        results.setdefault(target, base[source])  # a rename with no edit: the same bytes
+        results[source] = None
     return results
 
 

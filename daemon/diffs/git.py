@@ -1,10 +1,13 @@
 """Unified diffs from ``git diff --no-index --histogram``, which ``git apply`` accepts.
 
 The files a change writes are laid out as ``a/<path>`` (before) and ``b/<path>`` (after) in
-a private temporary folder, and one ``git diff --no-index --no-prefix a b`` compares the
-two trees: the patch carries the store-relative paths a reviewer expects and applies with
-``git apply`` at the store root. The temporary folder is outside every store and removed
-at once.
+a private temporary folder, and one ``git diff --no-index --no-prefix -M a b`` compares the
+two trees. A note moved into the archive is found as a rename, so the reviewer reads its
+real edit (the retirement marker) instead of a whole-file delete and add. The headers are
+then written as git writes them in a repository (``diff --git a/X b/X`` for every file,
+``rename from X``/``rename to Y`` with store paths), so the patch carries the store-relative
+paths a reviewer expects and applies with ``git apply`` at the store root. The temporary
+folder is outside every store and removed at once.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from daemon.core.errors import DiffError
+from daemon.core.patch import unquote_git
 from daemon.core.proposals import Change
 from daemon.diffs.window import MIN_BYTES, Window, restore, window
 
@@ -57,13 +61,67 @@ def unified_diff(change: Change) -> str:
             _place(Path(tmp), "b", path, after)
         done = subprocess.run(
             [git, "-c", "core.quotepath=false", "diff", "--no-index", "--histogram",
-             "--no-prefix", "--no-color", "--no-ext-diff", "--no-renames", "--", "a", "b"],
+             "--no-prefix", "--no-color", "--no-ext-diff", "--find-renames", "--", "a", "b"],
             cwd=tmp, env=env, capture_output=True, check=False,
         )  # fmt: skip
     if done.returncode not in (0, 1):
         raise DiffError(f"git diff failed on {', '.join(written)}: {done.stderr.decode(errors='replace').strip()}")
     text = done.stdout.decode("utf-8")
-    return _whole_files(text, windows) if windows else text
+    return repository_headers(_whole_files(text, windows) if windows else text)
+
+
+_RENAME = re.compile(r"^(rename|copy) (from|to) (.*)$")
+
+
+def repository_headers(text: str) -> str:
+    """Rewrite ``--no-index`` headers over the ``a``/``b`` folders as a repository's diff has
+    them: ``diff --git a/X b/Y`` (an added file is not ``b/X b/X``, a deleted one not
+    ``a/X a/X``) and ``rename from X``/``rename to Y`` without the folder names."""
+    starts = [m.start() for m in _SECTION.finditer(text)] + [len(text)]
+    out = [text[: starts[0]]]
+    for start, end in zip(starts, starts[1:]):
+        out.append(_section_headers(text[start:end]))
+    return "".join(out)
+
+
+def _section_headers(section: str) -> str:
+    lines = section.split("\n")
+    source = target = None
+    for line in lines[1:]:
+        if line.startswith(("--- ", "@@")):
+            break
+        found = _RENAME.match(line)
+        if found:
+            path = _below_side(found.group(3))
+            source, target = (path, target) if found.group(2) == "from" else (source, path)
+    if source is None or target is None:  # no rename: one path, written twice on the first line
+        rest = lines[0][len("diff --git ") :]
+        source = target = _below_side(rest[: (len(rest) - 1) // 2])
+    lines[0] = f"diff --git {quote_git('a/' + source)} {quote_git('b/' + target)}"
+    for i, line in enumerate(lines[1:], start=1):
+        if line.startswith(("--- ", "@@")):
+            break
+        found = _RENAME.match(line)
+        if found:
+            lines[i] = f"{found.group(1)} {found.group(2)} {quote_git(source if found.group(2) == 'from' else target)}"
+    return "\n".join(lines)
+
+
+def _below_side(token: str) -> str:
+    """A path as git printed it under the ``a`` or ``b`` folder, without that folder."""
+    return unquote_git(token).split("/", 1)[1]
+
+
+def quote_git(path: str) -> str:
+    """``path`` as git writes it in a header: C-quoted when it holds a quote, a backslash or a
+    control character (non-ASCII stays as is: ``core.quotepath=false``)."""
+    if not _NEEDS_QUOTES.search(path):
+        return path
+    return '"' + _NEEDS_QUOTES.sub(lambda m: _QUOTED.get(m.group(), f"\\{ord(m.group()):03o}"), path) + '"'
+
+
+_NEEDS_QUOTES = re.compile(r'["\\\x00-\x1f\x7f]')
+_QUOTED = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 
 def _large_edit(path: str, before: bytes | None, after: bytes | None) -> Window | None:
