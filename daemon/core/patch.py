@@ -159,6 +159,23 @@ def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]
     return results
 
 
+def edit_lines(diff: str, path: str) -> tuple[list[str], list[str]]:
+    """The lines a diff removes from ``path`` and the lines it adds, in order: what the edit
+    is, wherever in the file it lands."""
+    removed: list[str] = []
+    added: list[str] = []
+    try:
+        patch = PatchSet(_git_sections(diff)[0])
+    except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
+        raise DiffError(f"diff does not parse: {exc}") from exc
+    for patched in patch:
+        if path in (_strip_prefix(patched.source_file), _strip_prefix(patched.target_file)):
+            for hunk in patched:
+                removed += [line.value for line in hunk if line.line_type == LINE_TYPE_REMOVED]
+                added += [line.value for line in hunk if line.line_type == LINE_TYPE_ADDED]
+    return removed, added
+
+
 def verify(diff: str, base: dict[str, bytes | None], expected: dict[str, bytes | None]) -> None:
     """Raise DiffError unless the diff turns ``base`` into exactly ``expected``."""
     rebuilt = rebuild(diff, base)

@@ -250,6 +250,12 @@ def open_proposal_with_key(conn: Connection, store_id: int, key: str) -> int | N
     )
 
 
+def latest_with_key(conn: Connection, store_id: int, key: str, state: str) -> Any:
+    """The newest proposal of a change key in ``state``, if any."""
+    query = select(t.proposals).where(t.proposals.c.store_id == store_id, t.proposals.c.change_key == key, t.proposals.c.state == state)
+    return conn.execute(query.order_by(t.proposals.c.id.desc()).limit(1)).first()
+
+
 def set_state(conn: Connection, store_id: int, proposal_id: int, state: str, now: dt.datetime, reason: str | None = None) -> None:
     conn.execute(
         update(t.proposals)

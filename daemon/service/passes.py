@@ -17,7 +17,8 @@ from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
 from daemon.core.errors import PlannerError
-from daemon.core.proposals import PENDING, SUPPRESSED
+from daemon.core.patch import edit_lines
+from daemon.core.proposals import ACCEPTED, PENDING, STALE, SUPPRESSED
 from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
@@ -160,7 +161,7 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
             with app.engine().begin() as conn:
                 repo.finish_pass(conn, store_id, pass_id, stats=report.stats)
         return report
-    _store_all(app, store_id, pass_id, _plan(app, observed, now, remembered), report, now)
+    _store_all(app, store, store_id, pass_id, _plan(app, observed, now, remembered), report, now)
     if store.llm is not None:
         with app.engine().connect() as conn:
             changed = changed_since_last_llm_pass(conn, store_id, observed.view)
@@ -173,7 +174,7 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
             with app.engine().begin() as conn:  # kept on the failed pass: what was sent counts next time
                 repo.finish_pass(conn, store_id, pass_id, root_hash=scan.root_hash, planner=fingerprint, stats=report.stats)
             raise PlannerError(f"the model part of the pass failed: {llm.error}")
-        _store_all(app, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
+        _store_all(app, store, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
     if store.policy is not None:
         _decide(app, store, store_id, report)
     with app.engine().begin() as conn:
@@ -191,10 +192,11 @@ def _decide(app: App, store: StoreConfig, store_id: int, report: PassReport) -> 
     report.policy = decide_by_policy(app, store, store_id, pending).stats()
 
 
-def _store_all(app: App, store_id: int, pass_id: int, planned: Iterator[Planned], report: PassReport, now: dt.datetime) -> None:
+def _store_all(app: App, store: StoreConfig, store_id: int, pass_id: int, planned: Iterator[Planned], report: PassReport, now: dt.datetime) -> None:
+    index = store.settings.index_path
     while batch := list(itertools.islice(planned, STORE_BATCH)):
         with app.engine().begin() as conn:
-            report.outcomes += [_store_proposal(app, conn, store_id, pass_id, item, now) for item in batch]
+            report.outcomes += [_store_proposal(app, conn, store_id, pass_id, item, now, index=index) for item in batch]
 
 
 def _store_refusal(app: App, conn: Connection, store_id: int, pass_id: int, refusal: Any, view: StoreView, now: dt.datetime) -> Outcome:
@@ -249,7 +251,7 @@ def _known(conn: Connection, store_id: int, item: Planned) -> tuple[str, int | N
     return PENDING, None, item.reason
 
 
-def _store_proposal(app: App, conn: Connection, store_id: int, pass_id: int, item: Planned, now: dt.datetime) -> Outcome:
+def _store_proposal(app: App, conn: Connection, store_id: int, pass_id: int, item: Planned, now: dt.datetime, *, index: str | None = None) -> Outcome:
     state, existing, note = _known(conn, store_id, item)
     if state == "duplicate":
         return Outcome(item.slim(), state, existing, note)
@@ -260,7 +262,34 @@ def _store_proposal(app: App, conn: Connection, store_id: int, pass_id: int, ite
     proposal_id = repo.add_proposal(conn, store_id, values, files)
     payload = {"kind": item.draft.kind, "state": state, "paths": item.paths, "reason": note, "confidence": item.draft.confidence}
     repo.add_event(conn, store_id, f"proposal.{state}", item.draft.source, app.surface, now, payload, pass_id=pass_id, proposal_id=proposal_id)
+    if state == PENDING and index is not None and (carried := _carry_over(app, conn, store_id, proposal_id, item, index, now)):
+        state, note = ACCEPTED, carried
     return Outcome(item.slim(), state, proposal_id, note)
+
+
+def _carry_over(app: App, conn: Connection, store_id: int, proposal_id: int, item: Planned, index: str, now: dt.datetime) -> str | None:
+    """Keep an accept that went stale only because the agent edited the index.
+
+    When an accepted proposal went stale because its index changed (nothing else), and this
+    pass proposes the same change (same key) with the same index lines removed and added,
+    the reviewed change is exactly the new one: the accept carries over, recorded as a
+    decision by the same actor and an event. Anything else is left for a person.
+    """
+    old = repo.latest_with_key(conn, store_id, item.key, STALE)
+    if old is None or old.state_reason != f"changed since proposed: {index}":
+        return None
+    decisions = repo.decisions_of(conn, store_id, [old.id]).get(old.id, [])
+    if not decisions or decisions[-1].decision != "accept" or not old.diff or not item.diff:
+        return None
+    if edit_lines(old.diff, index) != edit_lines(item.diff, index):
+        return None
+    accepted = decisions[-1]
+    reason = f"carried over from #{old.id}: only {index} changed, and the same lines of it change"
+    repo.set_state(conn, store_id, proposal_id, ACCEPTED, now, reason)
+    repo.add_decision(conn, store_id, proposal_id, decision="accept", actor=accepted.actor, surface=accepted.surface, reason=reason, bound_key=item.key, decided_at=now)
+    payload = {"from": old.id, "decision": "accept", "by": accepted.actor, "reason": reason, "bound_key": item.key}
+    repo.add_event(conn, store_id, "proposal.carried", app.actor, app.surface, now, payload, proposal_id=proposal_id)
+    return reason
 
 
 def proposal_values(item: Planned, state: str, note: str | None, pass_id: int | None, now: dt.datetime) -> dict[str, Any]:
