@@ -322,6 +322,11 @@ def rejected_changes(conn: Connection, store_id: int) -> frozenset[str]:
     return frozenset(rows)
 
 
+def drop_change_tombstone(conn: Connection, store_id: int, key: str) -> None:
+    """A rejection taken back: the same change may be proposed again."""
+    conn.execute(t.tombstones.delete().where(t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == "change", t.tombstones.c.key == key))
+
+
 def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int) -> None:
     """A revert brings retired notes back, so their values are no longer tombstoned."""
     conn.execute(

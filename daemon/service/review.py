@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from daemon.core.errors import ProposalError
-from daemon.core.proposals import ACCEPTED, REJECTED, STALE, check_transition
+from daemon.core.proposals import ACCEPTED, PENDING, REJECTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.workspace import store_name as store_name_of
@@ -111,18 +111,82 @@ def get_proposal(app: App, proposal_id: int) -> ProposalView:
 
 def decide(app: App, proposal_id: int, decision: str, reason: str | None = None, *, actor: str | None = None) -> ProposalView:
     """Accept or reject one proposal, as ``actor`` (default ``app.actor``) through ``app.surface``."""
+    decide_all(app, [proposal_id], decision, reason, actor=actor)
+    return get_proposal(app, proposal_id)
+
+
+def decide_all(app: App, proposal_ids: list[int], decision: str, reason: str | None = None, *, actor: str | None = None) -> list[int]:
+    """Accept or reject every proposal given, or none of them: each id is checked first (it
+    exists, it may make that move), and one error names every one that cannot."""
     actor = actor or app.actor
     new_state = ACCEPTED if decision == "accept" else REJECTED
+    ids = list(dict.fromkeys(proposal_ids))
+    now = app.clock()
+    with app.engine().begin() as conn:
+        rows, problems, errors = [], [], []
+        for proposal_id in ids:
+            store_id = repo.proposal_store(conn, proposal_id)
+            if store_id is None:
+                problems.append(f"#{proposal_id} does not exist")
+                errors.append(ProposalError(f"no proposal #{proposal_id}", hint="dreamd proposals lists them"))
+                continue
+            row = repo.get_proposal(conn, store_id, proposal_id)
+            try:
+                check_transition(row.state, new_state, proposal_id)
+            except ProposalError as exc:
+                problems.append(f"#{proposal_id} is {row.state}")
+                errors.append(exc)
+                continue
+            rows.append((store_id, row))
+        if len(ids) == 1 and errors:
+            raise errors[0]
+        if problems:
+            raise ProposalError(f"nothing was {decision}ed: {', '.join(problems)}", hint="dreamd proposals --state pending lists what can be decided")
+        for store_id, row in rows:
+            repo.set_state(conn, store_id, row.id, new_state, now, reason)
+            repo.add_decision(conn, store_id, row.id, decision=decision, actor=actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
+            if new_state == REJECTED:
+                repo.add_tombstone(conn, store_id, "change", row.change_key, now, proposal_id=row.id, reason=reason)
+            repo.add_event(conn, store_id, f"proposal.{new_state}", actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=row.id)
+    return ids
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which pending proposals a batch decision means (every given filter must match)."""
+
+    store: str | None = None
+    kind: str | None = None
+    source: str | None = None  # exact, or a prefix ending in ":" or "@" ("detector:", "detector:near@")
+    min_confidence: float | None = None
+    pass_id: int | None = None
+
+    def matches(self, view: ProposalView, pass_id: int | None) -> bool:
+        source_ok = self.source is None or view.source == self.source or (self.source[-1:] in (":", "@") and view.source.startswith(self.source))
+        return (
+            (self.kind is None or view.kind == self.kind) and source_ok
+            and (self.min_confidence is None or view.confidence >= self.min_confidence)
+            and (self.pass_id is None or pass_id == self.pass_id)
+        )  # fmt: skip
+
+
+def select_pending(app: App, selection: Selection) -> list[int]:
+    """Ids of the pending proposals a selection matches, oldest first."""
+    return [v.id for v in list_proposals(app, selection.store, [PENDING]) if selection.matches(v, v.pass_id)]
+
+
+def unreject(app: App, proposal_id: int, reason: str | None = None) -> ProposalView:
+    """Take a rejection back: the tombstone is lifted, so the change may be proposed again, and
+    the proposal itself is pending again (apply still checks every byte it was made from)."""
     store_id, _ = locate(app, proposal_id)
     now = app.clock()
     with app.engine().begin() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)
-        check_transition(row.state, new_state, proposal_id)
-        repo.set_state(conn, store_id, proposal_id, new_state, now, reason)
-        repo.add_decision(conn, store_id, proposal_id, decision=decision, actor=actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
-        if new_state == REJECTED:
-            repo.add_tombstone(conn, store_id, "change", row.change_key, now, proposal_id=proposal_id, reason=reason)
-        repo.add_event(conn, store_id, f"proposal.{new_state}", actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
+        if row.state != REJECTED:
+            raise ProposalError(f"proposal {proposal_id} is {row.state}, not rejected; nothing to take back")
+        repo.drop_change_tombstone(conn, store_id, row.change_key)
+        repo.set_state(conn, store_id, proposal_id, PENDING, now, reason or "rejection taken back")
+        repo.add_event(conn, store_id, "proposal.unrejected", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
     return get_proposal(app, proposal_id)
 
 
