@@ -177,6 +177,19 @@ def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str |
     return found
 
 
+def revert_pass(app: App, pass_id: int) -> list[ApplyResult]:
+    """Revert every applied proposal a pass made, newest first (a later apply may build on an
+    earlier one's bytes); stops at the first that cannot be reverted, saying which."""
+    with app.engine().connect() as conn:
+        found = [(row.id, row.state) for store in repo.all_stores(conn) for row in repo.list_proposals(conn, store.id) if row.pass_id == pass_id]
+    if not found:
+        raise ProposalError(f"no pass #{pass_id} with proposals", hint="dreamd history lists passes")
+    applied = sorted((pid for pid, state in found if state == APPLIED), reverse=True)
+    if not applied:
+        raise ProposalError(f"pass #{pass_id} has no applied proposal to revert")
+    return [revert(app, pid) for pid in applied]
+
+
 def revert(app: App, proposal_id: int) -> ApplyResult:
     """Restore the files an applied proposal changed to their exact before-bytes."""
     store_id, _ = locate(app, proposal_id)

@@ -60,3 +60,21 @@ def test_a_rejection_taken_back_lifts_its_tombstone_and_is_pending_again(example
         unreject(app, first.id)
     decide(app, first.id, "accept")
     assert get_proposal(app, first.id).state == "accepted"
+
+
+def test_reverting_a_pass_reverts_its_applied_proposals_newest_first(example_store, make_app, read_tree):
+    from daemon.service.apply import apply, revert_pass
+    from daemon.service.history import event_log
+
+    app = make_app()
+    before = read_tree(example_store)
+    ids = [o.id for o in _pending(app, example_store)]
+    decide_all(app, ids, "accept")
+    assert {r.state for r in apply(app, ids)} == {"applied"}
+    done = revert_pass(app, 1)
+    assert [r.proposal_id for r in done] == sorted(ids, reverse=True) and {r.state for r in done} == {"reverted"}
+    assert read_tree(example_store) == before
+    reverted = [e["proposal_id"] for e in event_log(app) if e["type"] == "proposal.reverted"]
+    assert reverted == sorted(ids, reverse=True)
+    with pytest.raises(ProposalError, match="has no applied proposal"):
+        revert_pass(app, 1)
