@@ -250,6 +250,17 @@ def open_proposal_with_key(conn: Connection, store_id: int, key: str) -> int | N
     )
 
 
+def states_of(conn: Connection, store_id: int, proposal_ids: list[int]) -> dict[int, tuple[str, str | None]]:
+    """Each proposal's state and state reason now (ids in chunks, one query each)."""
+    found: dict[int, tuple[str, str | None]] = {}
+    for i in range(0, len(proposal_ids), 500):
+        query = select(t.proposals.c.id, t.proposals.c.state, t.proposals.c.state_reason).where(
+            t.proposals.c.store_id == store_id, t.proposals.c.id.in_(proposal_ids[i : i + 500])
+        )
+        found.update({row.id: (row.state, row.state_reason) for row in conn.execute(query)})
+    return found
+
+
 def latest_with_key(conn: Connection, store_id: int, key: str, state: str) -> Any:
     """The newest proposal of a change key in ``state``, if any."""
     query = select(t.proposals).where(t.proposals.c.store_id == store_id, t.proposals.c.change_key == key, t.proposals.c.state == state)

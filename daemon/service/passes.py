@@ -6,6 +6,8 @@ database is opened immutable (or not at all) and no event, blob or pass is recor
 
 from __future__ import annotations
 
+import dataclasses
+
 import datetime as dt
 import itertools
 from collections.abc import Iterator
@@ -41,12 +43,15 @@ log = structlog.get_logger("dreamd.pass")
 STORE_BATCH = 50  # proposals per transaction: bounded memory, short write locks
 
 
+SUMMARY_STATES = ("pending", "accepted", "applied", "rejected", "stale", "refused", "suppressed", "duplicate")
+
+
 @dataclass
 class Outcome:
     """What became of one planned proposal in this pass."""
 
     planned: Planned
-    state: str  # pending | refused | suppressed | duplicate
+    state: str  # pending | refused | suppressed | duplicate; after the store's policy: accepted, rejected, applied, stale
     id: int | None = None
     note: str | None = None
 
@@ -69,6 +74,15 @@ class PassReport:
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
+
+    def summary(self, label: str) -> str:
+        """The one line a pass ends with: how many notes, and what became of its proposals."""
+        if self.status == "skipped":
+            return f"{self.store}: unchanged since the last pass; nothing to do"
+        if self.status == "busy":
+            return f"{self.store}: skipped, {self.busy}"
+        counts = ", ".join(f"{self.count(s)} {s}" for s in SUMMARY_STATES if self.count(s))
+        return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}"
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -177,11 +191,20 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
         _store_all(app, store, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
     if store.policy is not None:
         _decide(app, store, store_id, report)
+        _final_states(app, store_id, report)
     with app.engine().begin() as conn:
         next_due = earliest_due(observed.view, now, app.config.planner)
         repo.finish_pass(conn, store_id, pass_id, status="completed", finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
         repo.add_event(conn, store_id, "pass.completed", app.actor, app.surface, now, report.stats, pass_id=pass_id)
     return report
+
+
+def _final_states(app: App, store_id: int, report: PassReport) -> None:
+    """What the policy made of each new proposal (accepted, applied, rejected), so a pass
+    reports the states they are in, not the ones they were created in."""
+    with app.engine().connect() as conn:
+        now = repo.states_of(conn, store_id, [o.id for o in report.outcomes if o.id is not None and o.state == PENDING])
+    report.outcomes = [dataclasses.replace(o, state=now[o.id][0], note=now[o.id][1] or o.note) if o.id in now else o for o in report.outcomes]
 
 
 def _decide(app: App, store: StoreConfig, store_id: int, report: PassReport) -> None:
