@@ -464,7 +464,9 @@ def install_dreamd(machine: Machine, repo: Path) -> None:
         else:
             shutil.copy(origin, machine.path(f"{source}/{name}"))
     pip = ("install", "--quiet", "--disable-pip-version-check", source)
-    if pip_can_target():
+    # the test session's interpreter is seen in the machine only if it lives outside the
+    # folders the machine mounts afresh (a checkout under /tmp is not)
+    if pip_can_target() and machine.run("test", "-x", sys.executable, check=False).returncode == 0:
         # ensurepip alone takes ~7 s: this session's own pip installs into the new venv instead
         machine.run(PYTHON, "-m", "venv", "--without-pip", "/opt/dreamd")
         machine.run(sys.executable, "-m", "pip", "--python", "/opt/dreamd/bin/python", *pip, env=pip_env(), timeout=900)
