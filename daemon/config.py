@@ -75,10 +75,14 @@ def load_config(path: str | Path | None) -> Config:
     if not chosen:
         return Config()
     file = Path(chosen).expanduser()
+    from daemon.policies.load import NotRegularFileError, read_regular_file
+
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_regular_file(file).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist") from None
+    except NotRegularFileError as exc:
+        raise ConfigError(f"config file {file} is {exc.kind}, not a regular file", hint="give --config the path of a TOML file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {file} cannot be read: {exc.__class__.__name__}") from None
     return config_from_text(text, file)
@@ -90,6 +94,8 @@ def config_from_text(text: str, file: Path) -> Config:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {file} is not valid TOML: {exc}") from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise ConfigError(f"config file {file} is not valid TOML for dreamd: its arrays or tables nest too deeply") from None
     return parse_config(raw, file)
 
 

@@ -8,10 +8,10 @@ import click
 from daemon.cli.render import emit_json, say
 
 
-def _store(settings, name: str | None, path: str | None, preset: str | None):  # noqa: ANN001, ANN202
+def _store(app, name: str | None, path: str | None, preset: str | None):  # noqa: ANN001, ANN202
     from daemon.service.workspace import resolve_store
 
-    return resolve_store(settings.app(), name, path, preset)
+    return resolve_store(app, name, path, preset)
 
 
 @click.command("history")
@@ -30,7 +30,8 @@ def history_command(settings, store_name, store_path, preset, as_of: str | None,
     when = as_utc(as_of) if as_of else None
     if as_of and when is None:
         raise ConfigError(f"--as-of {as_of!r} is not an ISO time", hint="e.g. 2026-11-30T12:00:00Z")
-    out = history(settings.app(), _store(settings, store_name, store_path, preset), when)
+    app = settings.app(read_only=True)
+    out = history(app, _store(app, store_name, store_path, preset), when)
     if as_json:
         emit_json(out)
         return
@@ -61,8 +62,9 @@ def log_command(settings, store_name: str | None, limit: int, as_json: bool) -> 
     """The event log: who did what, through which surface, when."""
     from daemon.service.history import event_log
 
-    store = _store(settings, store_name, None, None) if store_name else None
-    events = event_log(settings.app(), store, limit)
+    app = settings.app(read_only=True)
+    store = _store(app, store_name, None, None) if store_name else None
+    events = event_log(app, store, limit)
     if as_json:
         emit_json(events)
         return
@@ -79,9 +81,21 @@ def log_command(settings, store_name: str | None, limit: int, as_json: bool) -> 
 @click.pass_context
 def verify_command(ctx: click.Context, store_name, store_path, preset, as_json: bool) -> None:  # noqa: ANN001
     """Check the store is what dreamd last recorded and no write is unfinished (exit 8 if not)."""
+    from daemon.core.errors import StateError
     from daemon.service.history import verify
 
-    result = verify(ctx.obj.app(), _store(ctx.obj, store_name, store_path, preset))
+    app = ctx.obj.app()
+    # Read first: a clean store is verified without a write, so also while another process
+    # holds the write lock, on a read-only file or a full disk. When reading is not enough
+    # (an unfinished write to recover, a schema to migrate) the database is opened to write.
+    reader = app.reading()
+    try:
+        result = verify(reader, _store(reader, store_name, store_path, preset))
+    except StateError:
+        app.engine()  # migrated first: finding the store reads it
+        result = verify(app, _store(app, store_name, store_path, preset))
+    finally:
+        reader.close()
     if as_json:
         emit_json({"store": result.store, "clean": result.clean, "recorded_root": result.recorded_root, "current_root": result.current_root, "problems": result.problems})
     else:

@@ -4,9 +4,10 @@ Commands import the service lazily, so ``dreamd --help`` starts without SQLAlche
 Errors a user can meet print one line (``error[code]: what (what to do)``) and exit with the
 error's documented code; ``--debug`` shows the traceback too.
 
-Exit codes: 0 ok; 1 unexpected; 2 config or usage; 3 store unreadable; 4 state database;
-5 proposal (unknown id, illegal state); 6 apply or revert refused (stale, conflict);
-7 planner; 8 ``verify`` found differences; 10 a daemon worker was stopped (SIGTERM).
+Exit codes: 0 ok; 1 unexpected; 2 config or usage; 3 store unreadable; 4 state database
+(locked, unreadable, corrupt, of another schema); 5 proposal (unknown id, an id too large
+to exist among them; illegal state); 6 apply or revert refused (stale, conflict); 7 planner;
+8 ``verify`` found differences; 10 a daemon worker was stopped (SIGTERM).
 """
 
 from __future__ import annotations
@@ -30,13 +31,15 @@ class Settings:
         self.debug = debug
         self._app: Any = None
 
-    def app(self) -> Any:
+    def app(self, *, read_only: bool = False) -> Any:
+        """The App, built on first use; ``read_only`` for a command that never writes (it
+        opens the database read-only and never creates or migrates it: see App)."""
         if self._app is None:
             from daemon.config import load_config
             from daemon.service.context import App, command_surface, resolve_db_url
 
             config = load_config(self.config_path)
-            self._app = App(config=config, db_url=resolve_db_url(self.db, config), surface=command_surface())
+            self._app = App(config=config, db_url=resolve_db_url(self.db, config), surface=command_surface(), read_only=read_only)
         return self._app
 
 

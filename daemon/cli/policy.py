@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from daemon.cli.review import PROPOSAL_ID
+
 
 @click.group("policy")
 def policy_group() -> None:
@@ -28,7 +30,7 @@ def check_command(ctx: click.Context, path: str) -> None:
 
 
 @policy_group.command("explain")
-@click.argument("proposal_id", type=int)
+@click.argument("proposal_id", type=PROPOSAL_ID)
 @click.option("--policy", "policy_path", required=True, metavar="FILE", help="The policy file to judge with.")
 @click.pass_obj
 def explain_command(settings, proposal_id: int, policy_path: str) -> None:
@@ -38,7 +40,7 @@ def explain_command(settings, proposal_id: int, policy_path: str) -> None:
     from daemon.policies.load import load_policy
 
     policy = load_policy(policy_path)
-    view, facts = load_facts(settings.app(), proposal_id)
+    view, facts = load_facts(settings.app(read_only=True), proposal_id)
     decision = evaluate(policy, facts)
     click.echo(f"#{proposal_id} {view.kind} [{view.state}] {view.title}")
     click.echo(f"  source {facts.source}, confidence {facts.confidence:.2f}, lossy {str(facts.lossy).lower()}, "

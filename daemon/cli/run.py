@@ -34,6 +34,9 @@ def run_command(settings, stop_timeout: float, max_parallel: int) -> None:  # no
     chosen = settings.config_path or os.environ.get("DREAMD_CONFIG")
     if not chosen:
         raise ConfigError("dreamd run needs a config file with [[stores]]", hint="give --config FILE or set DREAMD_CONFIG")
+    from daemon.config import load_config
+
+    load_config(chosen)  # refused here in one line (a FIFO, bad TOML) before the daemon starts
     options = RunOptions(Path(chosen).expanduser().resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel)
     Daemon(options).run()
 
@@ -86,7 +89,7 @@ def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
     from daemon.core.errors import ConfigError
     from daemon.service.status import status
 
-    app = settings.app()
+    app = settings.app(read_only=True)
     if not app.config.stores:
         raise ConfigError("status needs stores in the config ([[stores]])", hint="give --config FILE")
     shown = status(app)

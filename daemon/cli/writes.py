@@ -5,11 +5,14 @@ from __future__ import annotations
 import click
 
 from daemon.cli.render import say
-from daemon.core.errors import StaleError
+from daemon.cli.review import PROPOSAL_ID, RowId
+from daemon.core.errors import ProposalError, StaleError
+
+JOURNAL_ID = RowId(lambda number: ProposalError(f"no journal {number}", hint="dreamd verify names conflicted journals"))
 
 
 @click.command("apply")
-@click.argument("proposal_ids", type=int, nargs=-1)
+@click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1)
 @click.option("--store", "store_name", metavar="NAME", help="With no ids: only this store's accepted proposals.")
 @click.pass_obj
 def apply_command(settings, proposal_ids: tuple[int, ...], store_name: str | None) -> None:  # noqa: ANN001
@@ -20,7 +23,10 @@ def apply_command(settings, proposal_ids: tuple[int, ...], store_name: str | Non
     """
     from daemon.service.apply import apply
 
-    results = apply(settings.app(), list(proposal_ids) or None, store_name)
+    app = settings.app()
+    if store_name:
+        app.migrate_existing()  # finding the store reads the database: at this code's schema
+    results = apply(app, list(proposal_ids) or None, store_name)
     for r in results:
         say(f"#{r.proposal_id} {r.state}" + (f": {r.detail}" if r.detail else ""))
     if not results:
@@ -31,7 +37,7 @@ def apply_command(settings, proposal_ids: tuple[int, ...], store_name: str | Non
 
 
 @click.command("revert")
-@click.argument("proposal_id", type=int)
+@click.argument("proposal_id", type=PROPOSAL_ID)
 @click.pass_obj
 def revert_command(settings, proposal_id: int) -> None:  # noqa: ANN001
     """Restore the exact bytes an applied proposal replaced."""
@@ -42,7 +48,7 @@ def revert_command(settings, proposal_id: int) -> None:  # noqa: ANN001
 
 
 @click.command("resolve")
-@click.argument("journal_id", type=int)
+@click.argument("journal_id", type=JOURNAL_ID)
 @click.pass_obj
 def resolve_command(settings, journal_id: int) -> None:  # noqa: ANN001
     """Close a conflicted journal (see verify): undo dreamd's writes, keep a person's edits."""

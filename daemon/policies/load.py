@@ -8,7 +8,9 @@ compare-and-swap — those stay outside any policy's reach.
 from __future__ import annotations
 
 import math
+import os
 import re
+import stat
 import sys
 import tomllib
 from pathlib import Path
@@ -50,11 +52,45 @@ def shipped_policy(name: str) -> Path | None:
     return checkout if checkout.is_file() else Path(sys.prefix) / "share" / "dreamd" / "policies" / f"{name}.toml"
 
 
+class NotRegularFileError(OSError):
+    """A path that names a FIFO, a device, a socket or a folder where a file was expected."""
+
+    def __init__(self, path: Path, kind: str) -> None:
+        super().__init__(f"{path} is {kind}, not a regular file")
+        self.kind = kind
+
+
+_KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))  # fmt: skip
+
+
+def _refuse_unless_regular(path: Path, mode: int) -> None:
+    if not stat.S_ISREG(mode):
+        raise NotRegularFileError(path, next((kind for test, kind in _KINDS if test(mode)), "not a file"))
+
+
+def read_regular_file(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``; NotRegularFileError for anything else.
+
+    A config or policy named by mistake as a FIFO would block a plain read forever (until
+    a writer comes), a device could never end. So the path is looked at first, opened
+    non-blocking (opening a FIFO then returns at once) and looked at again on the open
+    descriptor, in case it was swapped in between: no byte is read from anything else.
+    """
+    _refuse_unless_regular(path, os.stat(path).st_mode)
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOCTTY", 0))
+    with open(fd, "rb", closefd=True) as file:
+        _refuse_unless_regular(path, os.fstat(fd).st_mode)
+        return file.read()
+
+
 def load_policy(path: str | Path) -> Policy:
     """Read and validate the policy at ``path``; raise PolicyError with every problem found."""
     path = Path(path)
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path)
+    except NotRegularFileError as exc:
+        raise PolicyError([f"{path}: cannot read: it is {exc.kind}, not a regular file"]) from None
     except OSError as exc:
         raise PolicyError([f"{path}: cannot read: {exc.strerror or exc}"]) from None
     return parse_policy(data, str(path))
@@ -70,6 +106,8 @@ def parse_policy(data: bytes, label: str = "<policy>") -> Policy:
         found = _SYNTAX_LINE.search(str(exc))
         line = found.group(1) if found else "1"
         raise PolicyError([f"{label}:{line}: TOML syntax: {_SYNTAX_LINE.sub('', str(exc)).strip()}"]) from None
+    except RecursionError:  # tomllib recurses once per nested array or inline table
+        raise PolicyError([f"{label}:1: TOML nests arrays or tables too deeply to read"]) from None
     lines = Lines(text)
     problems: list[tuple[int, str]] = []
     policy = _policy(doc, lines, problems, hash_bytes(data)[:12])

@@ -1,11 +1,15 @@
 """What every service call needs, built once by a face: config, database, clock, who and where.
 
 The engine is opened lazily, so commands that never touch the database (``--help``, a dry
-run on a machine with no state yet) never create one.
+run on a machine with no state yet) never create one. An App made ``read_only`` (commands
+that only look: proposals, show, log, history, status) never writes, migrates or creates
+the database, so they also work while another process holds the write lock, on a
+read-only file or folder, and on a full disk.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import getpass
 import os
@@ -61,6 +65,9 @@ class App:
     clock: Callable[[], dt.datetime] = utcnow
     # how a pass reaches a model; tests and the eval harness inject fakes or replays
     model_client: Callable[[Any], Any] | None = field(default=None, repr=False)
+    # a command that only reads: engine() opens the database read-only, never migrates it
+    # (an older schema is refused with what to do), and a missing one reads as empty
+    read_only: bool = False
     _engine: Engine | None = field(default=None, repr=False)
 
     def client_for(self, settings: Any) -> Any:
@@ -72,25 +79,48 @@ class App:
         return LiteLLMClient()
 
     def engine(self) -> Engine:
-        """The state database, created and migrated on first use."""
+        """The state database, created and migrated on first use (opened read-only, and
+        neither created nor migrated, when the App is ``read_only``)."""
         if self._engine is None:
-            from daemon.db.engine import open_engine
+            if self.read_only:
+                from daemon.db.engine import open_empty, open_read_only
 
-            self._engine = open_engine(self.db_url)
+                self._engine = open_read_only(self.db_url, current=True) or open_empty()
+            else:
+                from daemon.db.engine import open_engine
+
+                self._engine = open_engine(self.db_url)
         return self._engine
+
+    def reading(self) -> App:
+        """A read-only twin of this App (same config, clock, actor); close it after use."""
+        return dataclasses.replace(self, read_only=True, _engine=None)
 
     def read_only_engine(self) -> Engine | None:
         """The state database opened so that nothing can be written, or None if there is none.
 
         A dry run reads tombstones and earlier state through this; a SQLite file is opened
         ``immutable`` (no lock, no journal, no WAL files), and a missing one is not created.
-        Immutable mode ignores the WAL, so while another process holds the database open
-        (its committed transactions still in ``-wal``) the file is opened ``mode=ro``
-        instead: that never writes the database or the WAL.
+        While the WAL or a rollback journal holds something immutable mode would miss, the
+        file is opened ``mode=ro`` instead: that never writes the database or the WAL. The
+        schema is checked only when the App is ``read_only`` (see ``db.engine.open_read_only``);
+        the caller disposes it.
         """
         from daemon.db.engine import open_read_only
 
-        return open_read_only(self.db_url)
+        return open_read_only(self.db_url, current=self.read_only)
+
+    def migrate_existing(self) -> None:
+        """Open the database now, migrating it, if there is one; create none.
+
+        For commands that write but first look up a store read-only (by its name or
+        folder): those reads expect this code's schema. A missing database is left to the
+        first write, so a mistyped name leaves none behind.
+        """
+        engine = self.read_only_engine()
+        if engine is not None:
+            engine.dispose()
+            self.engine()
 
     def close(self) -> None:
         if self._engine is not None:
