@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from daemon import __version__
-from daemon.cli.render import printable
+from daemon.cli.render import one_line
 from daemon.core.errors import DreamdError
 
 
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     except DreamdError as exc:
         if debug:
             raise
-        click.echo(printable(exc.one_line()), err=True)
+        click.echo(one_line(exc.one_line()), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)

@@ -14,20 +14,23 @@ from daemon.cli.render import diff_text, emit_json, planned_json, proposal_heade
 @click.option("--dry-run", is_flag=True, help="Show what would be proposed; write nothing anywhere.")
 @click.option("--all", "all_stores", is_flag=True, help="Every configured store, for cron: quiet unless something needs review.")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
+@click.option("--summary", "--quiet", "summary_only", is_flag=True, help="Print only the pass's one-line summary.")
 @click.option("--adopt-root", is_flag=True, help="Accept that the store's folder was replaced at its path (restored, re-cloned) and record the new one.")
 @click.pass_obj
-def pass_command(settings, store_name: str | None, store_path: str | None, preset: str | None, dry_run: bool, all_stores: bool, as_json: bool, adopt_root: bool) -> None:  # noqa: ANN001
+def pass_command(settings, store_name: str | None, store_path: str | None, preset: str | None, dry_run: bool, all_stores: bool, as_json: bool, summary_only: bool, adopt_root: bool) -> None:  # noqa: ANN001
     """Run one consolidation pass over a store and record its proposals.
 
     With --all (made for crontab): a pass over every configured store; prints nothing when
     nothing waits for review, else one line per store that has proposals pending. Exit 0;
     11 when a store's pass failed (the others still ran); 12 when a store was skipped
-    because another run holds it.
+    because another run holds it (a single store's pass exits 12 then too).
     """
     from daemon.service.passes import run_pass
     from daemon.service.workspace import resolve_store
 
     app = settings.app()
+    if not dry_run:
+        app.migrate_existing()  # finding the store reads the database: at this code's schema
     if all_stores:
         _pass_all(app, dry_run, as_json)
         return
@@ -42,20 +45,19 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
             "skipped_files": [{"path": s.path, "reason": s.reason} for s in report.skipped_files],
             "external_changes": report.external_changes, "stale": report.stale,
         })  # fmt: skip
-        return
-    for skipped in report.skipped_files:
-        say(f"skipped {skipped.path}: {skipped.reason}", err=True)
-    if report.status == "skipped":
-        click.echo(f"{report.store}: unchanged since the last pass; nothing to do")
-        return
-    for item in items:
-        click.echo(proposal_header(item))
-        if item["diff"] and (dry_run or item["state"] == "pending"):
-            click.echo(diff_text(item["diff"]), nl=False)
-        click.echo()
-    label = "dry run (nothing written)" if dry_run else f"pass #{report.pass_id}"
-    counts = ", ".join(f"{report.count(s)} {s}" for s in ("pending", "refused", "suppressed", "duplicate") if report.count(s))
-    click.echo(f"{report.store}: {label}: {report.notes} notes, {counts or 'no proposals'}")
+    elif not summary_only:
+        for skipped in report.skipped_files:
+            say(f"skipped {skipped.path}: {skipped.reason}", err=True)
+        for item in items if report.status not in ("skipped", "busy") else ():
+            click.echo(proposal_header(item))
+            if item["diff"] and (dry_run or item["state"] == "pending"):
+                click.echo(diff_text(item["diff"]), nl=False)
+            click.echo()
+    if not as_json:
+        label = "dry run (nothing written)" if dry_run else f"pass #{report.pass_id}"
+        say(report.summary(label), err=report.status == "busy")
+    if report.status == "busy":
+        raise click.exceptions.Exit(12)
 
 
 def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
