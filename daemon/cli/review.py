@@ -9,7 +9,7 @@ import click
 
 from daemon.cli.render import diff_text, emit_json, proposal_header, proposal_line, say
 from daemon.core.errors import DreamdError, ProposalError
-from daemon.core.proposals import STATES
+from daemon.core.proposals import KINDS, STATES
 
 ROW_ID_RANGE = range(-(2**63), 2**63)  # what a database id can be: SQLite's and PostgreSQL's 64 bits
 
@@ -73,29 +73,75 @@ def show_command(settings, proposal_id: int, as_json: bool) -> None:  # noqa: AN
         click.echo(diff_text(proposal["diff"]), nl=False)
 
 
-@click.command("accept")
-@click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1, required=True)
-@click.pass_obj
-def accept_command(settings, proposal_ids: tuple[int, ...]) -> None:  # noqa: ANN001
-    """Accept proposals (bound to their hashes); `dreamd apply` writes them."""
-    from daemon.service.review import decide
+def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Filters that pick pending proposals for a batch decision (all given must match)."""
+    for option in reversed([
+        click.option("--store", "store_name", metavar="NAME", help="Pending proposals of this store."),
+        click.option("--kind", type=click.Choice(KINDS), help="Pending proposals of this kind."),
+        click.option("--source", metavar="SOURCE", help="Pending proposals from this source (a prefix ending in ':' or '@' matches many)."),
+        click.option("--min-confidence", type=click.FloatRange(0, 1), help="Pending proposals at least this confident."),
+        click.option("--pass", "pass_id", type=int, metavar="N", help="Pending proposals of pass N."),
+    ]):  # fmt: skip
+        command = option(command)
+    return command
 
-    for pid in proposal_ids:
-        decide(settings.app(), pid, "accept")
+
+def _chosen(app: Any, proposal_ids: tuple[int, ...], filters: dict[str, Any]) -> list[int]:
+    """The ids given, else the pending proposals the filters select; one or the other."""
+    from daemon.service.review import Selection, select_pending
+
+    given = {k: v for k, v in filters.items() if v is not None}
+    if proposal_ids and given:
+        raise click.UsageError("give proposal ids or filters (--store, --kind, ...), not both")
+    if proposal_ids:
+        return list(proposal_ids)
+    if not given:
+        raise click.UsageError("give proposal ids, or filters such as --store NAME or --kind merge")
+    chosen = select_pending(app, Selection(store=given.get("store_name"), kind=given.get("kind"), source=given.get("source"), min_confidence=given.get("min_confidence"), pass_id=given.get("pass_id")))
+    if not chosen:
+        raise ProposalError("no pending proposal matches", hint="dreamd proposals --state pending lists them")
+    return chosen
+
+
+@click.command("accept")
+@click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1)
+@_selection_options
+@click.pass_obj
+def accept_command(settings, proposal_ids: tuple[int, ...], **filters: Any) -> None:  # noqa: ANN001
+    """Accept proposals (bound to their hashes), by id or by filter; all of them or none.
+    `dreamd apply` writes them."""
+    from daemon.service.review import decide_all
+
+    app = settings.app()
+    for pid in decide_all(app, _chosen(app, proposal_ids, filters), "accept"):
         click.echo(f"#{pid} accepted")
 
 
 @click.command("reject")
-@click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1, required=True)
+@click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1)
 @click.option("--reason", required=True, help="Why; kept with the decision.")
+@_selection_options
 @click.pass_obj
-def reject_command(settings, proposal_ids: tuple[int, ...], reason: str) -> None:  # noqa: ANN001
-    """Reject proposals; the same change will not be proposed again."""
-    from daemon.service.review import decide
+def reject_command(settings, proposal_ids: tuple[int, ...], reason: str, **filters: Any) -> None:  # noqa: ANN001
+    """Reject proposals, by id or by filter, all of them or none; the same change will not be
+    proposed again (`dreamd unreject ID` takes a rejection back)."""
+    from daemon.service.review import decide_all
 
-    for pid in proposal_ids:
-        decide(settings.app(), pid, "reject", reason)
+    app = settings.app()
+    for pid in decide_all(app, _chosen(app, proposal_ids, filters), "reject", reason):
         click.echo(f"#{pid} rejected")
 
 
-COMMANDS = [proposals_command, show_command, accept_command, reject_command]
+@click.command("unreject")
+@click.argument("proposal_id", type=PROPOSAL_ID)
+@click.option("--reason", help="Why; kept with the event.")
+@click.pass_obj
+def unreject_command(settings, proposal_id: int, reason: str | None) -> None:  # noqa: ANN001
+    """Take a rejection back: the proposal is pending again and its change may be proposed again."""
+    from daemon.service.review import unreject
+
+    view = unreject(settings.app(), proposal_id, reason)
+    click.echo(f"#{view.id} {view.state}")
+
+
+COMMANDS = [proposals_command, show_command, accept_command, reject_command, unreject_command]

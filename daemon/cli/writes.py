@@ -37,14 +37,18 @@ def apply_command(settings, proposal_ids: tuple[int, ...], store_name: str | Non
 
 
 @click.command("revert")
-@click.argument("proposal_id", type=PROPOSAL_ID)
+@click.argument("proposal_id", type=PROPOSAL_ID, required=False)
+@click.option("--pass", "pass_id", type=int, metavar="N", help="Revert every applied proposal of pass N, newest first.")
 @click.pass_obj
-def revert_command(settings, proposal_id: int) -> None:  # noqa: ANN001
-    """Restore the exact bytes an applied proposal replaced."""
-    from daemon.service.apply import revert
+def revert_command(settings, proposal_id: int | None, pass_id: int | None) -> None:  # noqa: ANN001
+    """Restore the exact bytes an applied proposal replaced (or every one of a pass)."""
+    from daemon.service.apply import revert, revert_pass
 
-    result = revert(settings.app(), proposal_id)
-    click.echo(f"#{result.proposal_id} {result.state}")
+    if (proposal_id is None) == (pass_id is None):
+        raise click.UsageError("give one proposal id, or --pass N")
+    results = revert_pass(settings.app(), pass_id) if pass_id is not None else [revert(settings.app(), proposal_id)]  # type: ignore[arg-type]
+    for result in results:
+        click.echo(f"#{result.proposal_id} {result.state}")
 
 
 @click.command("resolve")
