@@ -162,9 +162,13 @@ class Daemon:
 
     def _load(self) -> tuple[Config, str]:
         path = self.options.config_path
+        from daemon.policies.load import NotRegularFileError, read_regular_file
+
         try:
-            text = path.read_text(encoding="utf-8")
-        except OSError as exc:
+            text = read_regular_file(path).decode("utf-8")  # a FIFO swapped in never blocks a reload
+        except NotRegularFileError as exc:
+            raise ConfigError(f"config file {exc}") from None
+        except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"config file {path} cannot be read: {exc.__class__.__name__}") from None
         config = config_from_text(text, path)
         if not config.stores:

@@ -49,3 +49,20 @@ def test_each_store_is_one_coalescing_single_instance_job_on_its_schedule(tmp_pa
         assert (job.coalesce, job.max_instances, job.misfire_grace_time) == (True, 1, MISFIRE_GRACE_S)
     assert "day_of_week='sun'" in str(jobs["sunday"].trigger)
     assert jobs["hourly"].trigger.interval.total_seconds() == 3600
+
+
+def test_a_reload_onto_a_fifo_is_refused_at_once_and_keeps_the_running_config(tmp_path, example_store):
+    """The config swapped for a named pipe before SIGHUP: the reload is refused in one logged
+    line, the running stores stay, and nothing blocks on reading the pipe."""
+    import os
+
+    config = write_config(tmp_path / "config.toml", f"sqlite:///{tmp_path / 'state.db'}", [{"name": "demo", "path": str(example_store), "preset": "deepcode"}])
+    daemon = Daemon(RunOptions(config_path=config))
+    daemon.config, _ = daemon._load()
+    config.unlink()
+    os.mkfifo(config)
+    with structlog.testing.capture_logs() as logs:
+        daemon._reload()
+    (failed,) = [e for e in logs if e["event"] == "config.reload_failed"]
+    assert "FIFO" in failed["error"] and failed["kept"] == ["demo"]
+    assert sorted(daemon.config.stores) == ["demo"]
