@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from daemon.cli.render import diff_text, emit_json, proposal_header, proposal_line, say
+from daemon.cli.render import diff_stat, diff_text, emit_json, one_line, proposal_header, proposal_line, say
 from daemon.core.errors import DreamdError, ProposalError
 from daemon.core.proposals import KINDS, STATES
 
@@ -54,23 +57,37 @@ def proposals_command(settings, store_name: str | None, states: tuple[str, ...],
 
 
 @click.command("show")
-@click.argument("proposal_id", type=PROPOSAL_ID)
-@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
+@click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1, required=True)
+@click.option("--stat", is_flag=True, help="Files and their added and removed lines instead of the diff.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README); a list when several ids are given.")
 @click.pass_obj
-def show_command(settings, proposal_id: int, as_json: bool) -> None:  # noqa: ANN001
-    """Show one proposal with its rationale, evidence and diff."""
+def show_command(settings, proposal_ids: tuple[int, ...], stat: bool, as_json: bool) -> None:  # noqa: ANN001
+    """Show proposals with their rationale, evidence and diff (paged on a terminal, like git)."""
     from daemon.service.review import get_proposal
 
-    proposal = get_proposal(settings.app(read_only=True), proposal_id).as_json()
+    app = settings.app(read_only=True)
+    proposals = [get_proposal(app, pid).as_json() for pid in dict.fromkeys(proposal_ids)]
     if as_json:
-        emit_json(proposal)
+        emit_json(proposals[0] if len(proposals) == 1 else proposals)
         return
-    click.echo(proposal_header(proposal))
+    text = "\n".join(_shown(p, stat) for p in proposals)
+    if sys.stdout.isatty() and len(text.splitlines()) >= shutil.get_terminal_size().lines:
+        os.environ.setdefault("LESS", "FRX")  # as git: colours pass, one screen quits at once
+        click.echo_via_pager(text, color=True)  # the diff was coloured for this terminal already
+    else:
+        click.echo(text, nl=False)
+
+
+def _shown(proposal: dict[str, Any], stat: bool) -> str:
+    lines = [proposal_header(proposal)]
     for d in proposal["decisions"]:
-        say(f"  {d['decision']}ed by {d['actor']} via {d['surface']} at {d['at']}" + (f": {d['reason']}" if d["reason"] else ""))
-    if proposal["diff"]:
-        click.echo()
-        click.echo(diff_text(proposal["diff"]), nl=False)
+        lines.append(one_line(f"  {d['decision']}ed by {d['actor']} via {d['surface']} at {d['at']}" + (f": {d['reason']}" if d["reason"] else "")))
+    text = "\n".join(lines) + "\n"
+    if proposal["diff"] and stat:
+        text += "\n" + "".join(f" {one_line(path)} | +{added} -{removed}\n" for path, added, removed in diff_stat(proposal["diff"]))
+    elif proposal["diff"]:
+        text += "\n" + diff_text(proposal["diff"])
+    return text
 
 
 def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:

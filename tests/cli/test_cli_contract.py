@@ -83,7 +83,7 @@ def test_show_on_a_terminal_colours_the_diff(example_store, cli):
     leader, follower = os.openpty()
     chunks = []
     try:
-        child = subprocess.Popen([DREAMD, "show", "1"], stdout=follower, stderr=subprocess.DEVNULL)
+        child = subprocess.Popen([DREAMD, "show", "1"], stdout=follower, stderr=subprocess.DEVNULL, env={**os.environ, "PAGER": "cat"})
         os.close(follower)
         while True:  # read while it writes, so a full terminal buffer never blocks it
             try:
