@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from daemon.cli.render import diff_stat, diff_text, emit_json, one_line, proposal_header, proposal_line, say
+from daemon.cli.render import diff_stat, diff_text, emit_json, one_line, proposal_header, proposal_line
 from daemon.core.errors import DreamdError, ProposalError
 from daemon.core.proposals import KINDS, STATES
 
