@@ -75,17 +75,22 @@ def load_config(path: str | Path | None) -> Config:
     if not chosen:
         return Config()
     file = Path(chosen).expanduser()
+    return config_from_text(read_config_text(file), file)
+
+
+def read_config_text(file: Path) -> str:
+    """The config file's text; ConfigError for a missing, unreadable or non-regular file (a
+    FIFO would block a plain read forever, at start or at a daemon's reload)."""
     from daemon.policies.load import NotRegularFileError, read_regular_file
 
     try:
-        text = read_regular_file(file).decode("utf-8")
+        return read_regular_file(file).decode("utf-8")
     except FileNotFoundError:
         raise ConfigError(f"config file {file} does not exist") from None
     except NotRegularFileError as exc:
         raise ConfigError(f"config file {file} is {exc.kind}, not a regular file", hint="give --config the path of a TOML file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"config file {file} cannot be read: {exc.__class__.__name__}") from None
-    return config_from_text(text, file)
 
 
 def config_from_text(text: str, file: Path) -> Config:

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from daemon.config import Config, StoreConfig, config_from_text
+from daemon.config import Config, StoreConfig, config_from_text, read_config_text
 from daemon.core.errors import ConfigError, DreamdError
 from daemon.service import daemon_state
 from daemon.scheduler.notify import Notifier
@@ -162,14 +162,7 @@ class Daemon:
 
     def _load(self) -> tuple[Config, str]:
         path = self.options.config_path
-        from daemon.policies.load import NotRegularFileError, read_regular_file
-
-        try:
-            text = read_regular_file(path).decode("utf-8")  # a FIFO swapped in never blocks a reload
-        except NotRegularFileError as exc:
-            raise ConfigError(f"config file {exc}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"config file {path} cannot be read: {exc.__class__.__name__}") from None
+        text = read_config_text(path)  # a FIFO swapped in is refused, never read
         config = config_from_text(text, path)
         if not config.stores:
             raise ConfigError(f"config {path} has no [[stores]] to schedule")
