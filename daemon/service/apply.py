@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 from daemon.config import StoreConfig
 from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError
 from daemon.core.notes import Note
-from daemon.core.proposals import ACCEPTED, APPLIED, REVERTED, STALE, check_transition
+from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service import journal
 from daemon.core.hashing import hash_bytes
@@ -85,7 +85,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     with engine.connect() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)
     if row.state != ACCEPTED:
-        raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=f"dreamd accept {proposal_id}")
+        raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=_next_step(proposal_id, row.state))
     with engine.connect() as conn:
         files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     now = app.clock()
@@ -115,6 +115,17 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs))
     log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, APPLIED)
+
+
+def _next_step(proposal_id: int, state: str) -> str:
+    """Advice that can work from ``state``: accept only what may still be accepted."""
+    if state == PENDING:
+        return f"dreamd accept {proposal_id}"
+    if state == APPLIED:
+        return f"it is applied already; dreamd revert {proposal_id} undoes it"
+    if state == REJECTED:
+        return f"dreamd unreject {proposal_id}, then dreamd accept {proposal_id}"
+    return "it cannot be applied any more; a later pass proposes the change again if it is still wanted"
 
 
 def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None) -> None:

@@ -51,6 +51,19 @@ def test_applying_a_pending_proposal_is_refused_with_exit_5(proposals, cli, exam
     assert read_tree(example_store) == before
 
 
+def test_applying_a_rejected_or_reverted_proposal_gives_advice_that_can_work(proposals, cli):
+    """No "dreamd accept N" for a proposal that can no longer be accepted."""
+    pid = proposals[("build-commands-copy.md", "build-commands.md")]
+    cli("reject", str(pid), "--reason", "not now")
+    _one_error_line(cli("apply", str(pid)), 5, f"error[proposal]: proposal {pid} is rejected; only accepted proposals are applied (dreamd unreject {pid}, then dreamd accept {pid})")
+    cli("unreject", str(pid))
+    cli("accept", str(pid))
+    assert cli("apply", str(pid)).code == 0
+    assert cli("revert", str(pid)).code == 0
+    done = cli("apply", str(pid))
+    assert done.code == 5 and "dreamd accept" not in done.err and "a later pass proposes the change again" in done.err
+
+
 @pytest.mark.parametrize("command", [("show",), ("accept",), ("reject", "--reason", "x"), ("apply",), ("revert",)])
 def test_unknown_proposal_id_exits_5_with_one_line(proposals, cli, command):
     """Every command that takes an id answers an unknown one with exit 5 and one line."""

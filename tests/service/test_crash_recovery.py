@@ -184,7 +184,7 @@ def test_applying_a_crashed_proposal_by_id_recovers_it_instead_of_marking_it_sta
     _run_child(script, "after:1", db_url, "apply", pid)
     again = cli("--db", db_url, "apply", str(pid))
     logged, error = again.err.splitlines()[:-1], again.err.splitlines()[-1]
-    assert (again.code, error) == (5, f"error[proposal]: proposal {pid} is applied; only accepted proposals are applied (dreamd accept {pid})")
+    assert (again.code, error) == (5, f"error[proposal]: proposal {pid} is applied; only accepted proposals are applied (it is applied already; dreamd revert {pid} undoes it)")
     assert [json.loads(line)["event"] for line in logged] == ["journal.recovered"]  # said on stderr, as a JSON log line
     app = make_app()
     assert get_proposal(app, pid).state == "applied"

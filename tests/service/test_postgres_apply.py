@@ -113,7 +113,7 @@ def test_racing_applies_of_one_proposal_apply_it_once(pg_url, example_store, cli
         assert winners[0][1] == f"#{pid} applied\n"
         holders = "|".join(f"{re.escape(host)}:{r[0]}" for r in results)
         for _, out, err, code in (r for r in results if r[3] != 0):  # which refusal: a matter of timing
-            already = (5, f"error[proposal]: proposal {pid} is applied; only accepted proposals are applied (dreamd accept {pid})\n")
+            already = (5, f"error[proposal]: proposal {pid} is applied; only accepted proposals are applied (it is applied already; dreamd revert {pid} undoes it)\n")
             busy = re.fullmatch(rf"error\[busy\]: store {re.escape(str(example_store))} is being written by ({holders}) \(retry in a moment\)\n", err)
             assert (code, err) == already or (code == 6 and busy), (code, err)
             assert out == ""
