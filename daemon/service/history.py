@@ -12,7 +12,6 @@ from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.workspace import roots_of
 from daemon.service.recovery import recover, sweep_temp_files
-from daemon.stores.files import find_temp_files
 from daemon.stores.scan import scan_store
 
 
@@ -105,6 +104,5 @@ def verify(app: App, store: StoreConfig) -> Verification:
         changes = manifest_changes(recorded, scan.manifest)
         for path, state in sorted((p, state) for state, paths in changes.items() for p in paths):
             result.problems.append(f"{path}: {state} since dreamd last recorded the store")
-    sweep_temp_files(app, store, store_id)
-    result.problems += [f"{p}: leftover temporary file" for p in find_temp_files(scan.roots)]
+    result.problems += [f"{p}: leftover temporary file" for p in sweep_temp_files(app, store, store_id)]
     return result

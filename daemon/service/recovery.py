@@ -90,7 +90,8 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
 def sweep_temp_files(app: App, store: StoreConfig, store_id: int) -> list[str]:
     """Remove temp files of this store's journals that are over (done or resolved): a crash
     after a journal closed, in recovery too, can leave one, and verify would never be clean
-    again. Under the store's lease, their bytes kept; a busy store is left for later."""
+    again. Under the store's lease, their bytes kept; a busy store is left for later.
+    Returns the temp files still there (of journals not over, or of a busy store)."""
     roots = registered_roots(app, store_id, store)
     found = store_files.find_temp_files(roots)
     if not found:
@@ -104,12 +105,12 @@ def sweep_temp_files(app: App, store: StoreConfig, store_id: int) -> list[str]:
                 if entry is not None and entry.state in ("done", "resolved"):
                     known = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
                     keep = keeper(app, store_id, journal_id, entry.proposal_id, known)
-                    removed += store_files.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keep)
+                    removed += store_files.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keep, found)
     except StoreBusyError:
-        return []
+        return found
     if removed:
         log.warning("temp_files.removed", store=store.name, files=removed)
-    return removed
+    return [p for p in found if p not in removed]
 
 
 def keeper(app: App, store_id: int, journal_id: int, proposal_id: int, known: frozenset[str] = frozenset()) -> store_files.Keep:

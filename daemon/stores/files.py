@@ -386,14 +386,15 @@ def _is_ours(name: str, tags: tuple[str, ...] | None) -> bool:
     return tags is None or match.group(1) in tags
 
 
-def cleanup_temp_files(root: StoreRoots | Path, tags: tuple[str, ...], keep: Keep | None = None) -> list[str]:
+def cleanup_temp_files(root: StoreRoots | Path, tags: tuple[str, ...], keep: Keep | None = None, found: list[str] | None = None) -> list[str]:
     """Remove the temp files crashed writes of these journals left; their store paths.
+    ``found``: the temp files a caller listed already (``find_temp_files``), not looked for again.
 
     A temp file may hold a file dreamd displaced and had not checked yet when it crashed
     (possibly someone's edit), so its bytes go to ``keep`` before it is removed.
     """
     roots = as_roots(root)
-    removed = find_temp_files(roots, tags)
+    removed = find_temp_files(roots, tags) if found is None else [p for p in found if _is_ours(p.rsplit("/", 1)[-1], tags)]
     for rel in removed:
         with parent_of(roots, rel) as found:
             if found is None:
