@@ -47,32 +47,6 @@ def colour_enabled() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in __import__("os").environ
 
 
-def diff_stat(diff: str) -> list[tuple[str, int, int]]:
-    """Per file of a diff: its path (``old => new`` for a rename), lines added, lines removed."""
-    from daemon.core.patch import unquote_git
-
-    found: list[tuple[str, int, int]] = []
-    path, added, removed, moved = "", 0, 0, {}
-    for line in diff.splitlines():
-        if line.startswith("diff --git "):
-            if path:
-                found.append((path, added, removed))
-            rest = line[len("diff --git ") :]
-            path, added, removed, moved = unquote_git(rest[: (len(rest) - 1) // 2]).removeprefix("a/"), 0, 0, {}
-        elif line.startswith(("rename from ", "rename to ")):
-            side, name = line.split(" ", 2)[1:]
-            moved[side] = unquote_git(name)
-            if len(moved) == 2:
-                path = f"{moved['from']} => {moved['to']}"
-        elif line.startswith("+") and not line.startswith("+++ "):
-            added += 1
-        elif line.startswith("-") and not line.startswith("--- "):
-            removed += 1
-    if path:
-        found.append((path, added, removed))
-    return found
-
-
 def diff_text(diff: str) -> str:
     """The diff, coloured like git's on a terminal, plain otherwise; its text escaped first."""
     diff = printable(diff)

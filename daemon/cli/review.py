@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from daemon.cli.render import diff_stat, diff_text, emit_json, one_line, proposal_header, proposal_line
+from daemon.cli.render import diff_text, emit_json, one_line, proposal_header, proposal_line
 from daemon.core.errors import DreamdError, ProposalError
 from daemon.core.proposals import KINDS, STATES
 
@@ -84,7 +84,9 @@ def _shown(proposal: dict[str, Any], stat: bool) -> str:
         lines.append(one_line(f"  {d['decision']}ed by {d['actor']} via {d['surface']} at {d['at']}" + (f": {d['reason']}" if d["reason"] else "")))
     text = "\n".join(lines) + "\n"
     if proposal["diff"] and stat:
-        text += "\n" + "".join(f" {one_line(path)} | +{added} -{removed}\n" for path, added, removed in diff_stat(proposal["diff"]))
+        from daemon.core.patch import file_stats  # unidiff: only when a stat is asked for
+
+        text += "\n" + "".join(f" {one_line(path)} | +{added} -{removed}\n" for path, added, removed in file_stats(proposal["diff"]))
     elif proposal["diff"]:
         text += "\n" + diff_text(proposal["diff"])
     return text

@@ -159,6 +159,24 @@ def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]
     return results
 
 
+def file_stats(diff: str) -> list[tuple[str, int, int]]:
+    """Per file of a diff: its path (``old => new`` for a rename), lines added, lines removed."""
+    text, renames = _git_sections(diff)
+    try:
+        patch = PatchSet(text)
+    except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
+        raise DiffError(f"diff does not parse: {exc}") from exc
+    stats = []
+    for patched in patch:
+        target = _strip_prefix(patched.target_file)
+        path = _strip_prefix(patched.source_file) if target is None else target
+        shown = f"{renames[path]} => {path}" if path in renames else str(path)
+        stats.append((shown, patched.added, patched.removed))
+    edited = {_strip_prefix(p.target_file) for p in patch}
+    stats += [(f"{source} => {target}", 0, 0) for target, source in renames.items() if target not in edited]
+    return stats
+
+
 def edit_lines(diff: str, path: str) -> tuple[list[str], list[str]]:
     """The lines a diff removes from ``path`` and the lines it adds, in order: what the edit
     is, wherever in the file it lands."""
