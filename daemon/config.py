@@ -21,7 +21,7 @@ from daemon.schedules import Schedule, parse_schedule
 from daemon.stores.paths import archive_name
 from daemon.stores.presets import StoreSettings, resolve_settings
 
-_TOP_KEYS = {"db", "stores", "planner", "llm"}
+_TOP_KEYS = {"db", "stores", "planner", "llm", "limits"}
 _STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply", "every", "cron", "jitter"}
 APPLY_MODES = ("never", "accepted")  # whether a pass applies what its policy accepted
 # [llm] and [stores.llm]: how to reach a model. Keys never live here: api_key_env names
@@ -47,6 +47,16 @@ class StoreConfig:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """How long planning may take: a note whose reading takes longer is left out of the
+    pass's planning (recorded, never changed), and a pass past its time stops planning,
+    keeps what it found and is recorded ``partial``. Neither enters the planner fingerprint."""
+
+    note_seconds: float = 10.0
+    pass_seconds: float = 900.0
+
+
+@dataclass(frozen=True)
 class Config:
     stores: dict[str, StoreConfig] = field(default_factory=dict)
     db_url: str | None = None
@@ -54,6 +64,7 @@ class Config:
     source: Path | None = None
     llm: ModelSettings | None = None  # the global [llm] table, for stores named on the command line
     llm_exclude: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
 
     def store(self, name: str) -> StoreConfig:
         try:
@@ -128,7 +139,8 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     if db is not None and not isinstance(db, str):
         raise ConfigError(f"{where}: 'db' must be a database URL string")
     llm_exclude = tuple(llm_raw.get("exclude", ())) if llm else ()
-    return Config(stores=stores, db_url=db, planner=_parse_planner(raw.get("planner", {}), where), source=source, llm=llm, llm_exclude=llm_exclude)
+    planner = _parse_planner(raw.get("planner", {}), where)
+    return Config(stores=stores, db_url=db, planner=planner, source=source, llm=llm, llm_exclude=llm_exclude, limits=_parse_limits(raw.get("limits", {}), where))
 
 
 def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[str, Any]) -> StoreConfig:
@@ -240,3 +252,19 @@ def _parse_planner(raw: Any, where: str) -> DetectorSettings:
             raise ConfigError(f"{where}: planner.{key} must be a positive integer")
         values[key] = value
     return dataclasses.replace(defaults, **values)
+
+
+def _parse_limits(raw: Any, where: str) -> Limits:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: 'limits' must be a table")
+    allowed = {f.name for f in dataclasses.fields(Limits)}
+    unknown = set(raw) - allowed
+    if unknown:
+        raise ConfigError(f"{where}: limits: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+    values = {}
+    for key, value in raw.items():
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 86_400:
+            raise ConfigError(f"{where}: limits.{key} must be a number of seconds in (0, 86400]")
+        values[key] = float(value)
+    return Limits(**values)
+

@@ -40,13 +40,22 @@ class Note:
     hash: str
     mtime_ns: int = 0
     pinned_by_setting: bool = field(default=False, compare=False)
+    unread: str | None = field(default=None, compare=False)  # why its content is not known: planning leaves it alone
+
+    def left_unread(self, why: str) -> Note:
+        """This note with nothing parsed: no frontmatter, no body, no links; pinned (in doubt)."""
+        return Note(self.path, self.data, self.hash, self.mtime_ns, self.pinned_by_setting, unread=why)
 
     @cached_property
     def parts(self) -> frontmatter.Split:
+        if self.unread is not None:
+            return frontmatter.Split(b"", b"", b"")
         return frontmatter.split(self.data)
 
     @cached_property
     def _parsed(self) -> tuple[dict[str, Any], str | None]:
+        if self.unread is not None:
+            return {}, f"not read: {self.unread}"
         try:
             return frontmatter.parse(self.parts.inner), None
         except (ValueError, yaml.YAMLError, UnicodeDecodeError, RecursionError) as exc:
@@ -87,6 +96,8 @@ class Note:
     @cached_property
     def lines(self) -> list[str]:
         """The note's text split on ``\\n`` once (evidence quotes many lines of one note)."""
+        if self.unread is not None:
+            return []
         return self.data.decode("utf-8", errors="replace").split("\n")
 
     @cached_property

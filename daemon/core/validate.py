@@ -30,7 +30,7 @@ def unsafe_path_reason(path: str) -> str | None:
 
 def refusal(draft: Draft, change: Change, view: StoreView) -> str | None:
     """The first invariant the change breaks, or None when it may be proposed."""
-    for check in (_paths_safe, _merge_size, _pinned_untouched, _protected_kept, _retire_live, _reindex_only_index, _relink_edits_only, _relocate_moves_only, _writes_in_scope):
+    for check in (_paths_safe, _merge_size, _pinned_untouched, _protected_kept, _retire_live, _reindex_only_index, _relink_edits_only, _relocate_moves_only, _writes_in_scope, _unread_kept_whole):
         reason = check(draft, change, view)
         if reason:
             return reason
@@ -134,3 +134,18 @@ def _names_it(view: StoreView, path: str) -> bool:
     """Whether a dangling index entry names what ``path`` would be (Cline: its task id)."""
     ident = task_id(path)
     return ident is not None and any(p.rsplit("/", 1)[-1] == f"{ident}.md" for p in view.parsed_index.by_path)
+
+
+def _unread_kept_whole(draft: Draft, change: Change, view: StoreView) -> str | None:
+    """A note left unread may link to anything, by any name: nothing it could name is
+    retired, and no reference is repointed while its names are unknown."""
+    if not view.unread:
+        return None
+    if draft.kind == RELINK:
+        return f"{len(view.unread)} note(s) could not be read in time (e.g. {min(view.unread)}); no reference is repointed until they are"
+    for path in draft.retire:
+        stem = path.rsplit("/", 1)[-1].removesuffix(".md").encode("utf-8")
+        naming = next((p for p, note in sorted(view.unread.items()) if stem in note.data), None)
+        if naming is not None:
+            return f"{naming} could not be read in time and may link to {path}"
+    return None

@@ -45,11 +45,17 @@ class StoreView:
         return matches(path, self.protected)
 
     def live_notes(self) -> Iterator[Note]:
-        """Notes an agent reads as current: active status, not the index."""
+        """Notes an agent reads as current (active status, not the index) whose content
+        dreamd knows: a note left unread is the agent's but no detector's business."""
         for path in sorted(self.notes):
             note = self.notes[path]
-            if note.live and not self.is_index(path):
+            if note.live and note.unread is None and not self.is_index(path):
                 yield note
+
+    @cached_property
+    def unread(self) -> dict[str, Note]:
+        """Notes whose content planning could not read (see Note.left_unread), by path."""
+        return {path: note for path, note in self.notes.items() if note.unread is not None}
 
     @property
     def index_note(self) -> Note | None:
@@ -109,7 +115,10 @@ class StoreView:
         return tuple(s for s in self.reader.links if s != own)
 
     def references_in(self, note: Note) -> list[Reference]:
-        """The references of ``note`` (its own bytes, or bytes a change gives it)."""
+        """The references of ``note`` (its own bytes, or bytes a change gives it); none
+        known for a note left unread."""
+        if note.unread is not None:
+            return []
         text = note.data.decode("utf-8", errors="replace")
         start = len(note.parts.header.decode("utf-8", errors="replace"))
         return find(note.path, text, start, self.syntaxes_in(note.path), self.names)

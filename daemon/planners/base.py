@@ -9,7 +9,7 @@ scheduler can tell that an unchanged store still needs a new pass after an upgra
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from daemon.core.changes import key_of
@@ -51,16 +51,25 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     DanglingReferences(),
 )
 
+# runs one detector's work, or returns None when the pass is out of time (see run_detectors)
+Guard = Callable[[Callable[[], list[Draft]], str], list[Draft] | None]
+
 
 def _order(draft: Draft) -> tuple[str, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     return (draft.survivor or "", draft.retire, draft.index_drop, draft.index_add)
 
 
-def run_detectors(ctx: PlanContext, detectors: Sequence[Detector] = DEFAULT_DETECTORS) -> list[Draft]:
-    """Every detector's drafts: detectors in the given order, each one's drafts sorted."""
+def run_detectors(ctx: PlanContext, detectors: Sequence[Detector] = DEFAULT_DETECTORS, guard: Guard | None = None) -> list[Draft]:
+    """Every detector's drafts: detectors in the given order, each one's drafts sorted.
+
+    ``guard(work, name)`` runs each detector's work and returns None when it ran out of
+    time: the detectors after it do not run, what the earlier ones found stands.
+    """
     drafts: list[Draft] = []
     for detector in detectors:
-        found = detector.detect(ctx)
+        found = detector.detect(ctx) if guard is None else guard(lambda detector=detector, ctx=ctx: detector.detect(ctx), detector.name)
+        if found is None:
+            break
         wrong = [d.source for d in found if d.source != source_of(detector)]
         if wrong:
             raise ValueError(f"detector {detector.name} produced drafts with source {wrong[0]!r}")

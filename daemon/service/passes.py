@@ -33,6 +33,7 @@ from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.orphans import close_dead_passes
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
+from daemon.service.timecaps import TIME_CAP, Caps, read_links, read_notes
 from daemon.service.workspace import Observed, claim_store, observe, registered_roots, roots_of
 
 from daemon.stores.scan import Skipped
@@ -71,6 +72,7 @@ class PassReport:
     llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
     policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
     busy: str | None = None  # why the pass did not run: another process holds the store
+    capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
@@ -82,13 +84,14 @@ class PassReport:
         if self.status == "busy":
             return f"{self.store}: skipped, {self.busy}"
         counts = ", ".join(f"{self.count(s)} {s}" for s in SUMMARY_STATES if self.count(s))
-        return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}"
+        partial = f" (partial: out of time while {self.capped}; the next pass goes on)" if self.capped else ""
+        return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}{partial}"
 
     @property
     def stats(self) -> dict[str, Any]:
         states = ("pending", "refused", "suppressed", "duplicate")
         stats = {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
-        extra = {k: v for k, v in (("llm", self.llm), ("policy", self.policy)) if v is not None}
+        extra = {k: v for k, v in (("llm", self.llm), ("policy", self.policy), ("capped", self.capped)) if v is not None}
         return {**stats, **extra}
 
 
@@ -105,11 +108,43 @@ def _remembered(conn: Connection, store_id: int) -> tuple[dict[str, str], frozen
     return repo.value_tombstones(conn, store_id), repo.rejected_changes(conn, store_id)
 
 
-def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]]) -> Iterator[Planned]:
-    """Proposals one at a time: a pass over a large store never holds every result's bytes."""
+def _caps(app: App) -> Caps:
+    limits = app.config.limits
+    return Caps(note_seconds=limits.note_seconds, pass_seconds=limits.pass_seconds)
+
+
+def _read_within(observed: Observed, caps: Caps, report: PassReport) -> Observed:
+    """The notes read within their time caps; those left unread are reported, never planned on."""
+    view, unread = read_notes(observed.view, caps)
+    report.skipped_files = [*report.skipped_files, *(Skipped(path, TIME_CAP) for path in unread)]
+    return dataclasses.replace(observed, view=view)
+
+
+def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]], caps: Caps) -> Iterator[Planned]:
+    """Proposals one at a time: a pass over a large store never holds every result's bytes.
+    Out of time, it stops between detectors or between proposals: what it found stands."""
     values, rejected = remembered
+    if caps.capped_at is not None or not read_links(observed.view, caps):
+        return iter(())
     ctx = PlanContext(view=observed.view, now=now, tombstoned_values=values, rejected_changes=rejected, settings=app.config.planner)
-    return make_proposals(run_detectors(ctx), observed.view, now, STORE_BATCH)
+    drafts = run_detectors(ctx, guard=lambda work, name: _guarded(caps, work, name))
+    return _until_out_of_time(make_proposals(drafts, observed.view, now, STORE_BATCH), caps)
+
+
+def _guarded(caps: Caps, work: Any, name: str) -> Any:
+    done, found = caps.within_pass(work, f"detector {name}")
+    return found if done else None
+
+
+def _until_out_of_time(planned: Iterator[Planned], caps: Caps) -> Iterator[Planned]:
+    """``planned`` until the pass's time is up (checked between proposals, never inside one)."""
+    try:
+        for item in planned:
+            yield item
+            if caps.expired("building proposals"):
+                return
+    finally:
+        planned.close()  # type: ignore[attr-defined]
 
 
 def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False) -> PassReport:
@@ -152,10 +187,16 @@ def _busy(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.dat
 
 
 def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime) -> PassReport:
+    caps = _caps(app)
+    with caps.timing():
+        return _record_timed(app, store, store_id, pass_id, now, caps)
+
+
+def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, caps: Caps) -> PassReport:
     observed = observe(store, registered_roots(app, store_id, store))
     scan = observed.scan
     fingerprint = _fingerprint(app, store)
-    report = PassReport(store.name, "completed", scan.root_hash, pass_id, skipped_files=scan.skipped, notes=len(scan.notes), at=now)
+    report = PassReport(store.name, "completed", scan.root_hash, pass_id, skipped_files=list(scan.skipped), notes=len(scan.notes), at=now)
     with app.engine().begin() as conn:
         last = repo.last_completed_pass(conn, store_id)
         due = last.next_due_at if last else None
@@ -175,8 +216,9 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
             with app.engine().begin() as conn:
                 repo.finish_pass(conn, store_id, pass_id, stats=report.stats)
         return report
-    _store_all(app, store, store_id, pass_id, _plan(app, observed, now, remembered), report, now)
-    if store.llm is not None:
+    observed = _read_within(observed, caps, report)
+    _store_all(app, store, store_id, pass_id, _plan(app, observed, now, remembered, caps), report, now)
+    if store.llm is not None and not caps.expired("asking the model"):
         with app.engine().connect() as conn:
             changed = changed_since_last_llm_pass(conn, store_id, observed.view)
         llm = plan_with_model(app, store, observed.view, now, changed)
@@ -192,10 +234,12 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
     if store.policy is not None:
         _decide(app, store, store_id, report)
         _final_states(app, store_id, report)
+    report.capped = caps.capped_at
+    report.status = "partial" if report.capped else "completed"
     with app.engine().begin() as conn:
         next_due = earliest_due(observed.view, now, app.config.planner)
-        repo.finish_pass(conn, store_id, pass_id, status="completed", finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
-        repo.add_event(conn, store_id, "pass.completed", app.actor, app.surface, now, report.stats, pass_id=pass_id)
+        repo.finish_pass(conn, store_id, pass_id, status=report.status, finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
+        repo.add_event(conn, store_id, f"pass.{report.status}", app.actor, app.surface, now, report.stats, pass_id=pass_id)
     return report
 
 
@@ -333,17 +377,20 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
     nothing is recorded: not the proposals, not the calls.
     """
     observed = observe(store)
-    report = PassReport(store.name, "dry-run", observed.scan.root_hash, skipped_files=observed.scan.skipped, notes=len(observed.scan.notes), at=now)
+    report = PassReport(store.name, "dry-run", observed.scan.root_hash, skipped_files=list(observed.scan.skipped), notes=len(observed.scan.notes), at=now)
     engine = app.read_only_engine()
+    caps = _caps(app)
     try:
-        _dry_plan(app, store, now, observed, report, engine)
+        with caps.timing():
+            _dry_plan(app, store, now, _read_within(observed, caps, report), report, engine, caps)
     finally:
         if engine is not None:
             engine.dispose()
+    report.capped = caps.capped_at
     return report
 
 
-def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any) -> None:
+def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any, caps: Caps) -> None:
     """The dry run's planning, duplicate and suppression marks read through ``engine``."""
     remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     store_row = None
@@ -354,8 +401,8 @@ def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed
             if store_row:
                 remembered = _remembered(conn, store_row.id)
                 changed = changed_since_last_llm_pass(conn, store_row.id, observed.view)
-    planned: Iterator[Planned] = _plan(app, observed, now, remembered)
-    if store.llm is not None:
+    planned: Iterator[Planned] = _plan(app, observed, now, remembered, caps)
+    if store.llm is not None and not caps.expired("asking the model"):
         llm = plan_with_model(app, store, observed.view, now, changed)
         report.llm = llm.stats()
         if llm.error:
