@@ -21,12 +21,13 @@ from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service import journal
-from daemon.core.hashing import hash_bytes
+from daemon.core.hashing import hash_bytes, root_hash
 from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.recovery import fail_journal, finish_journal, keeper, recover
+from daemon.service.merged import Found, exact_steps, holds_result, manifest_before, record_found_applied
+from daemon.service.recovery import fail_journal, finish_journal, keeper, recover, record_external_changes
 from daemon.service.review import locate, mark_stale
 from daemon.service.workspace import registered_roots, store_config_for_id, store_name as store_name_of
 from daemon.stores import files as store_files
@@ -89,8 +90,10 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     with engine.connect() as conn:
         files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     now = app.clock()
-    pinned = _pinned_changes(store, files, blobs)
     roots = registered_roots(app, store_id, store)
+    if holds_result(files, journal.on_disk(roots, files)):
+        return _found_applied(app, store, roots, store_id, proposal_id, files, blobs)
+    pinned = _pinned_changes(store, files, blobs)
     changed = journal.mismatches(roots, {p: base for p, (base, _) in files.items()})
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
     if changed and not pinned:
@@ -115,6 +118,25 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs))
     log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, APPLIED)
+
+
+def _found_applied(app: App, store: StoreConfig, roots: StoreRoots, store_id: int, proposal_id: int, files: journal.Files, blobs: dict[str, bytes]) -> ApplyResult:
+    """An accepted proposal whose result the store holds already (a merged review branch):
+    recorded as applied, nothing written; what else changed since dreamd looked is recorded
+    as such first, as after any apply."""
+    scan = scan_store(roots, store.settings)
+    now = app.clock()
+    with app.engine().begin() as conn:
+        check_transition(repo.get_proposal(conn, store_id, proposal_id).state, APPLIED, proposal_id)
+        repo.put_blobs(conn, {**{e.hash: e.data for e in {**scan.files, **scan.archived}.values()}, **blobs})
+        found = Found(proposal_id, files, exact_steps(files), {})
+        before = manifest_before(found.steps, scan.manifest)
+        previous = repo.latest_snapshot(conn, store_id)
+        if previous is not None and previous.root_hash != root_hash(before):
+            record_external_changes(app, conn, store_id, repo.manifest_entries(conn, store_id, previous.manifest_id), before, now)
+        record_found_applied(app, conn, store_id, found, scan.manifest, now)
+    log.info("proposal.found_applied", store=store.name, proposal_id=proposal_id)
+    return ApplyResult(proposal_id, store.name, APPLIED, "its result was in the store already; nothing written")
 
 
 def _next_step(proposal_id: int, state: str) -> str:

@@ -289,11 +289,21 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
     """Open proposals whose files changed under them can no longer be applied.
 
     An index that only dreamd's own applies changed does not count: apply re-applies the
-    proposal's index hunks on it (see apply._rebase_index).
+    proposal's index hunks on it (see apply._rebase_index). Those the store holds applied
+    already (a merged review branch) are recorded as applied instead (see merged.py).
     """
+    from daemon.service.merged import found_in_store, record_found_applied
+
     stale = []
     index = store.settings.index_path
-    for row in repo.list_proposals(conn, store_id, ["pending", "accepted"]):
+    rows = repo.list_proposals(conn, store_id, ["pending", "accepted"])
+    found = found_in_store(conn, store_id, index, rows, manifest)
+    for item in found:
+        record_found_applied(app, conn, store_id, item, manifest, now)
+    applied = {item.proposal_id for item in found}
+    for row in rows:
+        if row.id in applied:
+            continue
         files = repo.proposal_files(conn, store_id, row.id)
         changed = [p for p, (base, _) in files.items() if manifest.get(p) != base]
         if changed == [index] and journal.dreamd_wrote(conn, store_id, index, manifest.get(index)):
