@@ -21,7 +21,7 @@ from daemon.schedules import Schedule, parse_schedule
 from daemon.stores.paths import archive_name
 from daemon.stores.presets import StoreSettings, resolve_settings
 
-_TOP_KEYS = {"db", "stores", "planner", "llm", "limits"}
+_TOP_KEYS = {"db", "stores", "planner", "llm", "limits", "notify"}
 _STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply", "every", "cron", "jitter"}
 APPLY_MODES = ("never", "accepted")  # whether a pass applies what its policy accepted
 # [llm] and [stores.llm]: how to reach a model. Keys never live here: api_key_env names
@@ -64,6 +64,7 @@ class Config:
     source: Path | None = None
     llm: ModelSettings | None = None  # the global [llm] table, for stores named on the command line
     llm_exclude: tuple[str, ...] = ()
+    notify: Notify = field(default_factory=lambda: Notify())  # run after a pass that leaves proposals waiting
     limits: Limits = field(default_factory=Limits)
 
     def store(self, name: str) -> StoreConfig:
@@ -81,12 +82,24 @@ def adhoc_store(path: str | Path, preset: str) -> StoreConfig:
 
 
 def load_config(path: str | Path | None) -> Config:
-    """Read the config file (``path``, else ``$DREAMD_CONFIG``); none named means defaults."""
-    chosen = path or os.environ.get("DREAMD_CONFIG")
-    if not chosen:
+    """Read the config file (see ``config_file``); none found means defaults."""
+    file = config_file(path)
+    if file is None:
         return Config()
-    file = Path(chosen).expanduser()
     return config_from_text(read_config_text(file), file)
+
+
+def config_file(path: str | Path | None) -> Path | None:
+    """The config file a command reads: ``path`` (``--config``), else ``$DREAMD_CONFIG``,
+    else ``$XDG_CONFIG_HOME/dreamd/config.toml`` (``~/.config/…`` when that variable is
+    unset or relative, as the spec says) if it exists; None: no file, defaults."""
+    chosen = path or os.environ.get("DREAMD_CONFIG")
+    if chosen:
+        return Path(chosen).expanduser()
+    xdg = os.environ.get("XDG_CONFIG_HOME", "")
+    home = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    found = home / "dreamd" / "config.toml"
+    return found if found.exists() else None
 
 
 def read_config_text(file: Path) -> str:
@@ -140,7 +153,7 @@ def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
         raise ConfigError(f"{where}: 'db' must be a database URL string")
     llm_exclude = tuple(llm_raw.get("exclude", ())) if llm else ()
     planner = _parse_planner(raw.get("planner", {}), where)
-    return Config(stores=stores, db_url=db, planner=planner, source=source, llm=llm, llm_exclude=llm_exclude, limits=_parse_limits(raw.get("limits", {}), where))
+    return Config(stores=stores, db_url=db, planner=planner, source=source, llm=llm, llm_exclude=llm_exclude, limits=_parse_limits(raw.get("limits", {}), where), notify=_parse_notify(raw.get("notify", {}), where))
 
 
 def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[str, Any]) -> StoreConfig:
@@ -268,3 +281,28 @@ def _parse_limits(raw: Any, where: str) -> Limits:
         values[key] = float(value)
     return Limits(**values)
 
+
+@dataclass(frozen=True)
+class Notify:
+    """``[notify]``: a program run (argv, no shell) after a pass that leaves proposals
+    waiting for a person; an empty command runs nothing."""
+
+    command: tuple[str, ...] = ()
+    timeout_s: float = 10.0
+
+
+def _parse_notify(raw: Any, where: str) -> Notify:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: 'notify' must be a table")
+    unknown = set(raw) - {"command", "timeout_s"}
+    if unknown:
+        raise ConfigError(f"{where}: notify: unknown key {sorted(unknown)[0]!r} (allowed: command, timeout_s)")
+    if not raw:
+        return Notify()
+    command = raw.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
+        raise ConfigError(f"{where}: notify.command must be a non-empty list of strings (a program and its arguments; no shell)", hint='e.g. command = ["notify-send", "dreamd"]')
+    timeout = raw.get("timeout_s", Notify.timeout_s)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
+        raise ConfigError(f"{where}: notify.timeout_s must be a number of seconds in (0, 3600]")
+    return Notify(tuple(command), float(timeout))

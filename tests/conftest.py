@@ -28,6 +28,7 @@ FILE_MTIME_NS = 1_700_000_000 * 10**9  # every fixture file gets this mtime, so 
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads or writes a real user's state, config or database."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg-state"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))  # a user's ~/.config/dreamd/config.toml is never read
     for name in ("DREAMD_CONFIG", "DREAMD_DB", "DREAMD_SURFACE", "STATE_DIRECTORY", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     structlog.reset_defaults()  # a CLI test's configure() must not filter another test's logs

@@ -1,17 +1,25 @@
-"""Looking back: ``history``, ``log``, ``verify``."""
+"""Looking back: ``history``, ``log``, ``verify``.
+
+Each takes an optional store; with none named it covers every store there is (configured,
+and registered by path in earlier commands) rather than asking which one.
+"""
 
 from __future__ import annotations
 
+from typing import Any
 
 import click
 
 from daemon.cli.render import emit_json, say
 
 
-def _store(app, name: str | None, path: str | None, preset: str | None):  # noqa: ANN001, ANN202
-    from daemon.service.workspace import resolve_store
+def _stores(app, name: str | None, path: str | None, preset: str | None) -> list:  # noqa: ANN001
+    """The store named (by name or path), else every store: configured ones and those the database knows."""
+    from daemon.service.workspace import all_stores, resolve_store
 
-    return resolve_store(app, name, path, preset)
+    if name or path:
+        return [resolve_store(app, name, path, preset)]
+    return all_stores(app)
 
 
 @click.command("history")
@@ -19,10 +27,10 @@ def _store(app, name: str | None, path: str | None, preset: str | None):  # noqa
 @click.option("--store", "store_path", metavar="PATH")
 @click.option("--preset", metavar="NAME")
 @click.option("--as-of", "as_of", metavar="TIME", help="ISO time: list the store's files as recorded then.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README); a list when no store is named.")
 @click.pass_obj
 def history_command(settings, store_name, store_path, preset, as_of: str | None, as_json: bool) -> None:  # noqa: ANN001
-    """Passes and snapshots of a store (bi-temporal: --as-of shows its files at a time)."""
+    """Passes and snapshots of a store, or of every store (bi-temporal: --as-of shows files at a time)."""
     from daemon.core.errors import ConfigError
     from daemon.core.notes import as_utc
     from daemon.service.history import history
@@ -31,10 +39,20 @@ def history_command(settings, store_name, store_path, preset, as_of: str | None,
     if as_of and when is None:
         raise ConfigError(f"--as-of {as_of!r} is not an ISO time", hint="e.g. 2026-11-30T12:00:00Z")
     app = settings.app(read_only=True)
-    out = history(app, _store(app, store_name, store_path, preset), when)
+    named = bool(store_name or store_path)
+    found = [history(app, store, when) for store in _stores(app, store_name, store_path, preset)]
     if as_json:
-        emit_json(out)
+        emit_json(found[0] if named else found)
         return
+    for out in found:
+        if not named:
+            say(f"{out['store']}:")
+        _history_text(out)
+    if not found:
+        click.echo("no stores yet")
+
+
+def _history_text(out: dict[str, Any]) -> None:
     for p in out["passes"]:
         stats = p["stats"] or {}
         counts = " ".join(f"{k}={v}" for k, v in stats.items() if k not in ("v", "llm"))
@@ -56,53 +74,59 @@ def history_command(settings, store_name, store_path, preset, as_of: str | None,
 @click.command("log")
 @click.argument("store_name", metavar="[STORE]", required=False)
 @click.option("--limit", default=100, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
 @click.pass_obj
 def log_command(settings, store_name: str | None, limit: int, as_json: bool) -> None:  # noqa: ANN001
-    """The event log: who did what, through which surface, when."""
+    """The event log of one store or of all: who did what, through which surface, when."""
     from daemon.service.history import event_log
+    from daemon.service.workspace import resolve_store
 
     app = settings.app(read_only=True)
-    store = _store(app, store_name, None, None) if store_name else None
+    store = resolve_store(app, store_name) if store_name else None
     events = event_log(app, store, limit)
     if as_json:
         emit_json(events)
         return
     for e in events:
         ref = f" proposal #{e['proposal_id']}" if e["proposal_id"] else f" pass #{e['pass_id']}" if e["pass_id"] else ""
-        click.echo(f"{e['at']} {e['store']}#{e['seq']} {e['type']}{ref} by {e['actor']} via {e['surface']}")
+        say(f"{e['at']} {e['store']}#{e['seq']} {e['type']}{ref} by {e['actor']} via {e['surface']}")
 
 
 @click.command("verify")
 @click.argument("store_name", metavar="[STORE]", required=False)
 @click.option("--store", "store_path", metavar="PATH")
 @click.option("--preset", metavar="NAME")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README); a list when no store is named.")
 @click.pass_context
 def verify_command(ctx: click.Context, store_name, store_path, preset, as_json: bool) -> None:  # noqa: ANN001
-    """Check the store is what dreamd last recorded and no write is unfinished (exit 8 if not)."""
+    """Check a store, or every store, is what dreamd last recorded and no write is unfinished (exit 8 if not)."""
     from daemon.core.errors import StateError
     from daemon.service.history import verify
 
     app = ctx.obj.app()
+    named = bool(store_name or store_path)
     # Read first: a clean store is verified without a write, so also while another process
     # holds the write lock, on a read-only file or a full disk. When reading is not enough
     # (an unfinished write to recover, a schema to migrate) the database is opened to write.
     reader = app.reading()
     try:
-        result = verify(reader, _store(reader, store_name, store_path, preset))
+        results = [verify(reader, store) for store in _stores(reader, store_name, store_path, preset)]
     except StateError:
-        app.engine()  # migrated first: finding the store reads it
-        result = verify(app, _store(app, store_name, store_path, preset))
+        app.engine()  # migrated first: finding the stores reads it
+        results = [verify(app, store) for store in _stores(app, store_name, store_path, preset)]
     finally:
         reader.close()
     if as_json:
-        emit_json({"store": result.store, "clean": result.clean, "recorded_root": result.recorded_root, "current_root": result.current_root, "problems": result.problems})
+        shown = [{"store": r.store, "clean": r.clean, "recorded_root": r.recorded_root, "current_root": r.current_root, "problems": r.problems} for r in results]
+        emit_json(shown[0] if named else shown)
     else:
-        for problem in result.problems:
-            say(problem)
-        click.echo(f"{result.store}: {'clean' if result.clean else 'NOT clean'}")
-    if not result.clean:
+        for result in results:
+            for problem in result.problems:
+                say(problem)
+            say(f"{result.store}: {'clean' if result.clean else 'NOT clean'}")
+        if not results:
+            click.echo("no stores yet")
+    if not all(r.clean for r in results):
         ctx.exit(8)
 
 

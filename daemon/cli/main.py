@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from daemon import __version__
-from daemon.cli.render import one_line
+from daemon.cli.render import one_line, reader_gone
 from daemon.core.errors import DreamdError
 
 
@@ -43,8 +43,20 @@ class Settings:
         return self._app
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--config", "config", metavar="FILE", help="Config file (default: $DREAMD_CONFIG; none is fine).")
+class _Group(click.Group):
+    """The command group; a reader of stdout that stops reading (``| head``) ends the command
+    quietly with exit 0, before click would call it an error (exit 1)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            reader_gone()
+            raise click.exceptions.Exit(0) from None
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", "config", metavar="FILE", help="Config file (default: $DREAMD_CONFIG, else $XDG_CONFIG_HOME/dreamd/config.toml if it exists; none is fine).")
 @click.option("--db", metavar="URL", help="State database URL (default: $DREAMD_DB, else a SQLite file in the XDG state dir).")
 @click.option("--debug", is_flag=True, help="Show tracebacks and debug logs.")
 @click.version_option(__version__, prog_name="dreamd")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from daemon.cli.render import diff_text, emit_json, planned_json, proposal_header, say
+from daemon.cli.progress import Bar
+from daemon.cli.render import DEFAULT_CONFIG, diff_text, emit_json, planned_json, proposal_header, say
 
 
 @click.command("pass")
@@ -67,23 +68,30 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
     from daemon.service.status import store_status
 
     if not app.config.stores:
-        raise ConfigError("--all needs stores in the config ([[stores]])", hint="give --config FILE")
-    summary, failed, busy = [], 0, 0
-    for name, store in sorted(app.config.stores.items()):
-        try:
-            report = run_pass(app, store, dry_run=dry_run)
-        except DreamdError as exc:
-            failed += 1
-            click.echo(f"{name}: {exc.one_line()}", err=True)
-            summary.append({"store": name, "status": "failed", "error": str(exc)})
-            continue
-        busy += report.status == "busy"
-        pending = report.count("pending") if dry_run else store_status(app, name)["proposals"].get("pending", 0)
-        summary.append({"store": name, "status": report.status, "new": report.count("pending"), "pending": pending, "busy": report.busy})
-        if report.status == "busy" and not as_json:
-            click.echo(f"{name}: skipped, {report.busy}", err=True)
-        elif pending and not as_json:
-            click.echo(f"{name}: {pending} proposal(s) wait for review ({report.count('pending')} new): dreamd proposals --store {name}")
+        raise ConfigError("--all needs stores in the config ([[stores]])", hint=f"give --config FILE, or add [[stores]] to {DEFAULT_CONFIG}")
+    summary, said, failed, busy = [], [], 0, 0  # said: (line, to stderr), printed once the bar is gone
+    stores = sorted(app.config.stores.items())
+    with Bar("passing") as bar:
+        progress = bar.progress or (lambda done, total: None)
+        for done, (name, store) in enumerate(stores):
+            progress(done, len(stores))
+            try:
+                report = run_pass(app, store, dry_run=dry_run)
+            except DreamdError as exc:
+                failed += 1
+                said.append((f"{name}: {exc.one_line()}", True))
+                summary.append({"store": name, "status": "failed", "error": str(exc)})
+                continue
+            busy += report.status == "busy"
+            pending = report.count("pending") if dry_run else store_status(app, name)["proposals"].get("pending", 0)
+            summary.append({"store": name, "status": report.status, "new": report.count("pending"), "pending": pending, "busy": report.busy})
+            if report.status == "busy" and not as_json:
+                said.append((f"{name}: skipped, {report.busy}", True))
+            elif pending and not as_json:
+                said.append((f"{name}: {pending} proposal(s) wait for review ({report.count('pending')} new): dreamd proposals --store {name}", False))
+        progress(len(stores), len(stores))
+    for line, err in said:
+        click.echo(line, err=err)
     if as_json:
         emit_json(summary)
     if failed or busy:

@@ -1,10 +1,22 @@
-"""Policies: ``policy check FILE`` and ``policy explain ID --policy FILE``."""
+"""Policies: ``policy check FILE|NAME`` and ``policy explain ID --policy FILE|NAME``.
+
+A NAME is a policy shipped with dreamd (default, strict, trusting), found as a store's
+``policy = "NAME"`` finds it: the name first, then a file of that name.
+"""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
 from daemon.cli.review import PROPOSAL_ID
+
+
+def _policy_file(given: str) -> Path:
+    from daemon.policies.load import shipped_policy
+
+    return shipped_policy(given) or Path(given)
 
 
 @click.group("policy")
@@ -13,14 +25,14 @@ def policy_group() -> None:
 
 
 @policy_group.command("check")
-@click.argument("path", metavar="FILE", type=click.Path(dir_okay=False))
+@click.argument("path", metavar="FILE|NAME", type=click.Path(dir_okay=False))
 @click.pass_context
 def check_command(ctx: click.Context, path: str) -> None:
-    """Validate a policy file; print its identity, or every problem with its line (exit 2)."""
+    """Validate a policy file or shipped policy; print its identity, or every problem with its line (exit 2)."""
     from daemon.policies.load import PolicyError, load_policy
 
     try:
-        policy = load_policy(path)
+        policy = load_policy(_policy_file(path))
     except PolicyError as exc:
         for problem in exc.problems:
             click.echo(f"error[policy]: {problem}", err=True)
@@ -31,7 +43,7 @@ def check_command(ctx: click.Context, path: str) -> None:
 
 @policy_group.command("explain")
 @click.argument("proposal_id", type=PROPOSAL_ID)
-@click.option("--policy", "policy_path", required=True, metavar="FILE", help="The policy file to judge with.")
+@click.option("--policy", "policy_path", required=True, metavar="FILE|NAME", help="The policy to judge with: a file, or default, strict, trusting.")
 @click.pass_obj
 def explain_command(settings, proposal_id: int, policy_path: str) -> None:
     """Show which rule of a policy would decide a proposal, and why."""
@@ -39,7 +51,7 @@ def explain_command(settings, proposal_id: int, policy_path: str) -> None:
     from daemon.service.deciding import load_facts
     from daemon.policies.load import load_policy
 
-    policy = load_policy(policy_path)
+    policy = load_policy(_policy_file(policy_path))
     view, facts = load_facts(settings.app(read_only=True), proposal_id)
     decision = evaluate(policy, facts)
     click.echo(f"#{proposal_id} {view.kind} [{view.state}] {view.title}")

@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 
+DEFAULT_CONFIG = "~/.config/dreamd/config.toml"  # $XDG_CONFIG_HOME/dreamd/config.toml, read when no --config is given
+
 # C0 and C1 control characters but newline and tab: a note's name or text could otherwise move
 # the cursor, rewrite the screen or set the window title of whoever reads dreamd's output.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -41,6 +43,16 @@ def say(text: str, *, err: bool = False, nl: bool = True) -> None:
 
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def reader_gone() -> None:
+    """stdout's reader left (``dreamd show 1 | head -1``): what it did not read is not
+    wanted, so the rest goes nowhere and nothing is said, as in ``git log | head -1``."""
+    import os
+
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush must not fail again
+    os.close(devnull)
 
 
 def colour_enabled() -> bool:

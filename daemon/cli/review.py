@@ -122,44 +122,63 @@ def _chosen(app: Any, proposal_ids: tuple[int, ...], filters: dict[str, Any]) ->
     return chosen
 
 
+JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
+
+
+def _decided(app: Any, ids: list[int], state: str, as_json: bool) -> None:
+    """What a decision made of each proposal: ``#12 accepted`` lines, or a list of
+    ``{id, store, state}`` read back from the database."""
+    if not as_json:
+        for pid in ids:
+            click.echo(f"#{pid} {state}")
+        return
+    from daemon.service.review import get_proposal
+
+    emit_json([{"id": v.id, "store": v.store, "state": v.state} for v in (get_proposal(app, pid) for pid in ids)])
+
+
 @click.command("accept")
 @click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1)
 @_selection_options
+@JSON_OPTION
 @click.pass_obj
-def accept_command(settings, proposal_ids: tuple[int, ...], **filters: Any) -> None:  # noqa: ANN001
+def accept_command(settings, proposal_ids: tuple[int, ...], as_json: bool, **filters: Any) -> None:  # noqa: ANN001
     """Accept proposals (bound to their hashes), by id or by filter; all of them or none.
     `dreamd apply` writes them."""
     from daemon.service.review import decide_all
 
     app = settings.app()
-    for pid in decide_all(app, _chosen(app, proposal_ids, filters), "accept"):
-        click.echo(f"#{pid} accepted")
+    _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "accept"), "accepted", as_json)
 
 
 @click.command("reject")
 @click.argument("proposal_ids", type=PROPOSAL_ID, nargs=-1)
 @click.option("--reason", required=True, help="Why; kept with the decision.")
 @_selection_options
+@JSON_OPTION
 @click.pass_obj
-def reject_command(settings, proposal_ids: tuple[int, ...], reason: str, **filters: Any) -> None:  # noqa: ANN001
+def reject_command(settings, proposal_ids: tuple[int, ...], reason: str, as_json: bool, **filters: Any) -> None:  # noqa: ANN001
     """Reject proposals, by id or by filter, all of them or none; the same change will not be
     proposed again (`dreamd unreject ID` takes a rejection back)."""
     from daemon.service.review import decide_all
 
     app = settings.app()
-    for pid in decide_all(app, _chosen(app, proposal_ids, filters), "reject", reason):
-        click.echo(f"#{pid} rejected")
+    _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "reject", reason), "rejected", as_json)
 
 
 @click.command("unreject")
 @click.argument("proposal_id", type=PROPOSAL_ID)
 @click.option("--reason", help="Why; kept with the event.")
+@JSON_OPTION
 @click.pass_obj
-def unreject_command(settings, proposal_id: int, reason: str | None) -> None:  # noqa: ANN001
+def unreject_command(settings, proposal_id: int, reason: str | None, as_json: bool) -> None:  # noqa: ANN001
     """Take a rejection back: the proposal is pending again and its change may be proposed again."""
     from daemon.service.review import unreject
 
     view = unreject(settings.app(), proposal_id, reason)
+    if as_json:
+        emit_json({"id": view.id, "store": view.store, "state": view.state})
+        return
     click.echo(f"#{view.id} {view.state}")
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from daemon.cli.render import emit_json
+from daemon.cli.render import DEFAULT_CONFIG, emit_json, one_line
 
 
 @click.command("run")
@@ -23,21 +23,19 @@ def run_command(settings, stop_timeout: float, max_parallel: int) -> None:  # no
     the running one kept. SIGTERM lets running passes finish (up to --stop-timeout), stops
     them at a safe point after that, and exits 0.
     """
-    import os
-
     from daemon.core.errors import ConfigError
     from daemon.logs import configure, route_library_logs
     from daemon.scheduler.runner import Daemon, RunOptions
 
     configure(settings.debug, info=True)
     route_library_logs("apscheduler")
-    chosen = settings.config_path or os.environ.get("DREAMD_CONFIG")
-    if not chosen:
-        raise ConfigError("dreamd run needs a config file with [[stores]]", hint="give --config FILE or set DREAMD_CONFIG")
-    from daemon.config import load_config
+    from daemon.config import config_file, load_config
 
+    chosen = config_file(settings.config_path)
+    if chosen is None:
+        raise ConfigError("dreamd run needs a config file with [[stores]]", hint=f"give --config FILE, set DREAMD_CONFIG, or write {DEFAULT_CONFIG}")
     load_config(chosen)  # refused here in one line (a FIFO, bad TOML) before the daemon starts
-    options = RunOptions(Path(chosen).expanduser().resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel)
+    options = RunOptions(chosen.resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel)
     Daemon(options).run()
 
 
@@ -85,14 +83,13 @@ def _json_line(value: object) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
 @click.pass_obj
 def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
-    """Each configured store: schedule, next run, last pass, proposals waiting for review."""
+    """Every store (configured or used by path): schedule, next run, last pass, what waits and since when."""
     from daemon.core.errors import ConfigError
     from daemon.service.status import status
 
-    app = settings.app(read_only=True)
-    if not app.config.stores:
-        raise ConfigError("status needs stores in the config ([[stores]])", hint="give --config FILE")
-    shown = status(app)
+    shown = status(settings.app(read_only=True))
+    if not shown["stores"]:
+        raise ConfigError("no stores yet: none configured, none used by path", hint=f"add [[stores]] to {DEFAULT_CONFIG} (or --config FILE), or run dreamd pass --store PATH --preset NAME")
     if as_json:
         emit_json(shown)
         return
@@ -112,9 +109,20 @@ def _status_text(row: dict) -> str:
         last_text += f", {last['tokens']} tokens" if last["tokens"] else ""
         last_text += f", ${last['cost']:.4f}" if last["cost"] else ""
         last_text += ")" + (f": {last['error']}" if last.get("error") else "")
-    waiting = row["proposals"].get("pending", 0)
-    next_text = "passing now" if row["running"] else (f"next {row['next_run'][:19]}" if row["next_run"] else "next: (daemon not running)")
-    return f"{row['store']}: {row['schedule']}; {next_text}; last {last_text}; {waiting} pending"
+    if row["schedule"] is None:
+        next_text = "not scheduled (used by path; the daemon passes over configured stores)"
+    else:
+        next_text = f"{row['schedule']}; " + ("passing now" if row["running"] else (f"next {row['next_run'][:19]}" if row["next_run"] else "next: (daemon not running)"))
+    return one_line(f"{row['store']}: {next_text}; last {last_text}; {_waiting_text(row)}")
+
+
+def _waiting_text(row: dict) -> str:
+    """How many proposals wait for a person (to review or to apply), and since when."""
+    pending, accepted = row["proposals"].get("pending", 0), row["proposals"].get("accepted", 0)
+    if not row["waiting"]:
+        return "nothing waits"
+    parts = [f"{pending} pending"] + ([f"{accepted} accepted, not applied"] if accepted else [])
+    return f"{', '.join(parts)}, waiting since {row['waiting_since'][:19]}"
 
 
 COMMANDS = [run_command, worker_command, status_command]

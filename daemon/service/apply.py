@@ -46,10 +46,20 @@ class ApplyResult:
     detail: str = ""
 
 
-def apply(app: App, ids: list[int] | None = None, store_name: str | None = None) -> list[ApplyResult]:
-    """Apply the given proposals (each must be accepted), or every accepted one."""
+def apply(app: App, ids: list[int] | None = None, store_name: str | None = None, progress: Callable[[int, int], None] | None = None) -> list[ApplyResult]:
+    """Apply the given proposals (each must be accepted), or every accepted one.
+
+    ``progress(done, total)``, if given, is called once the targets are known (done 0) and
+    after each proposal: a face shows a bar with it."""
     targets = [locate(app, i) for i in ids] if ids else _accepted(app, store_name)
-    return [_apply_one(app, store_id, pid) for store_id, pid in targets]
+    results = []
+    for store_id, pid in targets:
+        if progress is not None:
+            progress(len(results), len(targets))
+        results.append(_apply_one(app, store_id, pid))
+    if progress is not None:
+        progress(len(results), len(targets))
+    return results
 
 
 def _accepted(app: App, store_name: str | None) -> list[tuple[int, int]]:
@@ -243,7 +253,7 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
     if changed:
         raise ConflictError(
             f"proposal {proposal_id} cannot be reverted: changed since it was applied: {', '.join(changed)}",
-            hint="restore or move those files by hand; dreamd keeps their earlier bytes (dreamd history)",
+            hint=f"they hold edits made after the apply; to take it back by hand, dreamd show {proposal_id} shows exactly what it changed",
         )
     _journaled(app, store, store_id, proposal_id, "revert", steps, blobs)
     log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps))

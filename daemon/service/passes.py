@@ -31,6 +31,7 @@ from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store,
 from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls, unfinished
 from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.orphans import close_dead_passes
+from daemon.service.notify import notify_waiting
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
 from daemon.service.timecaps import TIME_CAP, Caps, read_links, read_notes
@@ -173,6 +174,7 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root:
     for skipped in report.skipped_files:
         where.info("file.skipped", path=skipped.path, reason=skipped.reason)
     where.info(f"pass.{report.status}", **{k: v for k, v in report.stats.items() if k != "v"})
+    notify_waiting(app, store, report.status, report.pass_id)  # [notify]: proposals wait for a person
     return report
 
 

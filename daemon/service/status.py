@@ -1,5 +1,6 @@
-"""What ``dreamd status`` shows: per configured store its schedule, the running daemon's
-next run (from its state file on this host), the last pass and what waits for review."""
+"""What ``dreamd status`` shows: every store (configured, or registered by path in an earlier
+command) with its schedule, the running daemon's next run (from its state file on this host),
+the last pass, and what waits for a person and since when."""
 
 from __future__ import annotations
 
@@ -8,37 +9,52 @@ from typing import Any
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.daemon_state import read_state
+from daemon.service.notify import waiting_proposals
 
 
 def status(app: App) -> dict[str, Any]:
-    """``{"daemon": {pid, started_at} | None, "stores": [...]}``, one database read for all."""
+    """``{"daemon": {pid, started_at} | None, "stores": [...]}``, one database read for all.
+
+    A store registered by path has no schedule (``None``): the daemon passes over configured
+    stores only."""
     daemon = read_state()
     scheduled = (daemon or {}).get("stores", {})
-    recorded = _recorded(app, sorted(app.config.stores))
+    recorded = _recorded(app, None)
+    names = sorted(set(app.config.stores) | set(recorded))
     stores = []
-    for name, store in sorted(app.config.stores.items()):
+    for name in names:
         live = scheduled.get(name, {})
-        stores.append({"store": name, "schedule": store.schedule.describe(), "next_run": live.get("next_run"), "running": bool(live.get("running")), **recorded[name]})
+        configured = app.config.stores.get(name)
+        schedule = configured.schedule.describe() if configured else None
+        stores.append({"store": name, "schedule": schedule, "next_run": live.get("next_run"), "running": bool(live.get("running")), **recorded.get(name, _NOTHING)})
     return {"daemon": {"pid": daemon["pid"], "started_at": daemon["started_at"]} if daemon else None, "stores": stores}
 
 
+_NOTHING: dict[str, Any] = {"last_pass": None, "proposals": {}, "waiting": 0, "waiting_since": None}
+
+
 def store_status(app: App, name: str) -> dict[str, Any]:
-    """The newest pass (result, counts, model tokens and cost) and proposals by state."""
-    return _recorded(app, [name])[name]
+    """The newest pass (result, counts, model tokens and cost), proposals by state, and what waits."""
+    return _recorded(app, name).get(name, _NOTHING)
 
 
-def _recorded(app: App, names: list[str]) -> dict[str, dict[str, Any]]:
-    found: dict[str, dict[str, Any]] = {name: {"last_pass": None, "proposals": {}} for name in names}
+def _recorded(app: App, only: str | None) -> dict[str, dict[str, Any]]:
+    """What the database holds for each registered store (or the one named ``only``)."""
+    found: dict[str, dict[str, Any]] = {}
     engine = app.read_only_engine()
     if engine is None:
         return found
     try:
         with engine.connect() as conn:
-            for name in names:
-                row = repo.find_store(conn, name)
-                if row is not None:
-                    last = repo.last_pass(conn, row.id)
-                    found[name] = {"last_pass": _pass_view(last) if last else None, "proposals": repo.proposal_counts(conn, row.id)}
+            for row in repo.all_stores(conn):
+                if only is not None and row.name != only:
+                    continue
+                last = repo.last_pass(conn, row.id)
+                waiting = waiting_proposals(conn, row.id)
+                found[row.name] = {
+                    "last_pass": _pass_view(last) if last else None, "proposals": repo.proposal_counts(conn, row.id),
+                    "waiting": len(waiting), "waiting_since": _iso(min(w.created_at for w in waiting)) if waiting else None,
+                }  # fmt: skip
     finally:
         engine.dispose()
     return found

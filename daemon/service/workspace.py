@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass
@@ -142,7 +144,7 @@ def _same_folder(name: str, row: Any, root: str, identity: str) -> None:
     if row.root == root and row.root_identity not in (None, identity):
         raise StoreMovedError(
             f"store {name!r}: {root} is not the folder it was registered with (device:inode {row.root_identity}, now {identity}); nothing was read or written",
-            hint="if the folder was restored or re-created on purpose: dreamd pass --store NAME --adopt-root",
+            hint=f"if the folder was restored or re-created on purpose: dreamd pass {shlex.quote(name)} --adopt-root",
         )
 
 

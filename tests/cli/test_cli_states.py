@@ -115,6 +115,6 @@ def test_note_edited_after_accept_makes_cli_apply_exit_6_and_write_nothing(propo
     result = cli("apply", str(pid))
     assert result.code == 6
     assert result.out == f"#{pid} stale: changed since proposed: build-commands-copy.md\n"
-    assert result.err == f"error[stale]: 1 proposal(s) went stale and were not applied: #{pid} (run a new pass)\n"
+    assert result.err == f"error[stale]: 1 proposal(s) went stale and were not applied: #{pid} (dreamd pass {example_store} proposes the change again if it is still wanted)\n"
     assert _state(cli, pid) == "stale"
     assert read_tree(example_store) == edited

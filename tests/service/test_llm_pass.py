@@ -213,7 +213,7 @@ def test_status_reports_the_last_passes_tokens_and_cost(make_store, make_app):
     assert shown["last_pass"]["id"] == report.pass_id and shown["last_pass"]["status"] == "completed"
     assert (shown["last_pass"]["tokens"], shown["last_pass"]["cost"]) == (510, 0.0021)
     assert shown["proposals"]["pending"] == report.count("pending") == shown["last_pass"]["new"]
-    assert store_status(app, "unknown") == {"last_pass": None, "proposals": {}}
+    assert store_status(app, "unknown") == {"last_pass": None, "proposals": {}, "waiting": 0, "waiting_since": None}
 
 
 def test_a_pinned_note_past_its_expiry_is_never_sent_as_falling_due(make_store, make_app):

@@ -4,6 +4,7 @@ never thrown away, and nothing outside the store is read or written."""
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 
 import pytest
@@ -167,7 +168,9 @@ def test_a_store_folder_replaced_at_its_path_is_refused_until_adopted(example_st
     passed = cli("--db", db, "pass", "--store", str(example_store), "--preset", "deepcode")
     assert passed.code == 3 and "--adopt-root" in passed.err
     assert {p: p.read_bytes() for p in example_store.rglob("*") if p.is_file()} == before
-    adopted = cli("--db", db, "pass", "--store", str(example_store), "--preset", "deepcode", "--adopt-root")
+    hint = passed.err.strip().splitlines()[-1].rsplit("(if the folder was restored or re-created on purpose: ", 1)[1].removesuffix(")")
+    assert hint == f"dreamd pass {example_store} --adopt-root"
+    adopted = cli("--db", db, *shlex.split(hint)[1:])  # exactly what the advice says
     assert adopted.code == 0, adopted.err
     assert cli("--db", db, "apply", str(pid)).code == 0
     with app.engine().connect() as conn:

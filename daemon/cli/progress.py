@@ -1,0 +1,43 @@
+"""A progress bar on stderr for long work (applies, ``pass --all``), only on a terminal.
+
+click's ``progressbar`` draws it; on a pipe or a file nothing at all is printed (click
+would still print the label once), so cron mails and ``2>log`` stay as they were.
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import ExitStack
+from typing import Any
+
+import click
+
+SHOWN_FROM = 2  # one item needs no bar
+
+
+class Bar:
+    """``with Bar("applying") as bar: work(progress=bar.progress)``; ``progress(done, total)``
+    draws the bar, made when the total is first known."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+        self._stack = ExitStack()
+        self._bar: Any = None
+
+    def __enter__(self) -> Bar:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    @property
+    def progress(self) -> Any:
+        """The callable to hand to the service, or None when stderr is not a terminal."""
+        return self._update if sys.stderr.isatty() else None
+
+    def _update(self, done: int, total: int) -> None:
+        if total < SHOWN_FROM:
+            return
+        if self._bar is None:
+            self._bar = self._stack.enter_context(click.progressbar(length=total, label=self.label, file=sys.stderr, show_pos=True))
+        self._bar.update(done - self._bar.pos)

@@ -1,0 +1,143 @@
+"""``[notify] command``: run after a pass that leaves proposals waiting, with a summary as
+arguments and JSON on stdin; never on a dry run, never failing the pass."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+from structlog.testing import capture_logs
+
+from daemon.config import Config, Notify, adhoc_store, parse_config
+from daemon.core.errors import ConfigError
+from daemon.service.passes import run_pass
+from daemon.service.review import decide
+
+RECORDER = textwrap.dedent(
+    """
+    import json, sys
+    with open(sys.argv[1], "a") as out:
+        out.write(json.dumps({"args": sys.argv[2:], "stdin": json.loads(sys.stdin.read())}) + "\\n")
+    """
+)
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    """A program that appends what it got (arguments, stdin) to a file; returns (argv, the file)."""
+    script = tmp_path / "recorder.py"
+    script.write_text(RECORDER)
+    got = tmp_path / "got.jsonl"
+    return [sys.executable, str(script), str(got)], got
+
+
+def _calls(got):
+    return [json.loads(line) for line in got.read_text().splitlines()] if got.exists() else []
+
+
+def _app(make_app, argv, timeout=10.0):
+    return make_app(Config(notify=Notify(tuple(argv), timeout)))
+
+
+def test_a_pass_that_leaves_proposals_pending_runs_the_command(example_store, make_app, recorder):
+    """The command gets STORE WAITING PASS_ID as arguments and every waiting proposal as JSON on stdin."""
+    argv, got = recorder
+    store = adhoc_store(example_store, "deepcode")
+    report = run_pass(_app(make_app, argv), store)
+    waiting = [{"id": o.id, "kind": o.planned.draft.kind, "title": o.planned.draft.title} for o in report.outcomes if o.state == "pending"]
+    assert _calls(got) == [{
+        "args": [store.name, "5", str(report.pass_id)],
+        "stdin": {"v": 1, "store": store.name, "pass_id": report.pass_id, "waiting": 5, "proposals": waiting},
+    }]  # fmt: skip
+
+
+def test_accepted_proposals_not_applied_count_as_waiting(example_store, make_app, recorder):
+    """After all but one are decided (one accepted, the rest rejected), the next pass reports 1 waiting: the accepted one."""
+    argv, got = recorder
+    app = _app(make_app, argv)
+    store = adhoc_store(example_store, "deepcode")
+    ids = [o.id for o in run_pass(app, store).outcomes if o.state == "pending"]
+    decide(app, ids[0], "accept")
+    for other in ids[1:]:
+        decide(app, other, "reject", "not wanted")
+    report = run_pass(app, store)
+    assert _calls(got)[-1]["args"] == [store.name, "1", str(report.pass_id)]
+    assert [p["id"] for p in _calls(got)[-1]["stdin"]["proposals"]] == [ids[0]]
+
+
+def test_nothing_waiting_runs_nothing(make_store, make_app, recorder):
+    """A pass that proposes nothing and leaves nothing waiting never runs the command."""
+    argv, got = recorder
+    root = make_store({"a.md": "---\nname: a\n---\n\nOne note.\n"})
+    run_pass(_app(make_app, argv), adhoc_store(root, "generic"))
+    assert _calls(got) == []
+
+
+def test_a_dry_run_never_runs_the_command(example_store, make_app, recorder):
+    """A dry run that would propose five changes runs no notify command."""
+    argv, got = recorder
+    report = run_pass(_app(make_app, argv), adhoc_store(example_store, "deepcode"), dry_run=True)
+    assert report.count("pending") == 5 and _calls(got) == []
+
+
+def test_a_failing_command_is_logged_and_the_pass_completes(example_store, make_app, tmp_path):
+    """A command that exits 3 with a message: the pass completes, and a warning names the exit and the message."""
+    failing = tmp_path / "fail.py"
+    failing.write_text("import sys\nsys.stderr.write('no display')\nsys.exit(3)\n")
+    with capture_logs() as logs:
+        report = run_pass(_app(make_app, [sys.executable, str(failing)]), adhoc_store(example_store, "deepcode"))
+    assert report.status == "completed"
+    assert [(e["event"], e["log_level"], e["error"], e["stderr"]) for e in logs if e["event"].startswith("notify")] == [("notify.failed", "warning", "exited with 3", "no display")]
+
+
+def test_a_command_past_its_timeout_is_killed_and_logged(example_store, make_app, tmp_path):
+    """A command that sleeps past timeout_s is killed; the pass completes and the warning says so."""
+    sleeper = tmp_path / "sleep.py"
+    sleeper.write_text("import time\ntime.sleep(30)\n")
+    with capture_logs() as logs:
+        report = run_pass(_app(make_app, [sys.executable, str(sleeper)], timeout=0.5), adhoc_store(example_store, "deepcode"))
+    assert report.status == "completed"
+    assert [e["error"] for e in logs if e["event"] == "notify.failed"] == ["did not finish within 0.5s; killed"]
+
+
+def test_a_missing_program_is_logged_and_the_pass_completes(example_store, make_app, tmp_path):
+    """A program that does not exist: the pass completes, and a warning says it cannot run."""
+    with capture_logs() as logs:
+        report = run_pass(_app(make_app, [str(tmp_path / "nowhere")]), adhoc_store(example_store, "deepcode"))
+    assert report.status == "completed"
+    assert [e["error"] for e in logs if e["event"] == "notify.failed"] == ["cannot run: No such file or directory"]
+
+
+def test_the_command_runs_without_a_shell(example_store, make_app, tmp_path):
+    """An argument holding shell syntax reaches the program as it is: nothing is expanded or run by a shell."""
+    script = tmp_path / "args.py"
+    got = tmp_path / "args.json"
+    script.write_text(f"import json, sys\nopen({str(got)!r}, 'w').write(json.dumps(sys.argv[1:]))\n")
+    run_pass(_app(make_app, [sys.executable, str(script), "$(touch pwned)", "; rm -rf /"]), adhoc_store(example_store, "deepcode"))
+    assert json.loads(got.read_text())[:2] == ["$(touch pwned)", "; rm -rf /"]
+    assert not (tmp_path / "pwned").exists()
+
+
+def test_the_config_reads_notify(tmp_path):
+    """``[notify]`` with command and timeout_s becomes Config.notify."""
+    config = parse_config({"notify": {"command": ["notify-send", "dreamd"], "timeout_s": 3}}, tmp_path / "c.toml")
+    assert config.notify == Notify(("notify-send", "dreamd"), 3.0)
+
+
+@pytest.mark.parametrize(
+    ("table", "said"),
+    [
+        ({"command": "notify-send dreamd"}, "notify.command must be a non-empty list of strings"),
+        ({"command": []}, "notify.command must be a non-empty list of strings"),
+        ({"command": ["x"], "timeout_s": 0}, "notify.timeout_s must be a number of seconds in (0, 3600]"),
+        ({"command": ["x"], "shell": True}, "notify: unknown key 'shell'"),
+    ],
+    ids=["a-string", "empty", "zero-timeout", "unknown-key"],
+)
+def test_a_bad_notify_table_is_refused_at_load(table, said, tmp_path):
+    """A command given as one string (it would need a shell), an empty one, a zero timeout or an unknown key is a config error."""
+    with pytest.raises(ConfigError, match=rf"notify.*{said[7:12]}") as refused:
+        parse_config({"notify": table}, tmp_path / "c.toml")
+    assert said in str(refused.value)
