@@ -70,12 +70,13 @@ def show_command(settings, proposal_ids: tuple[int, ...], stat: bool, as_json: b
     if as_json:
         emit_json(proposals[0] if len(proposals) == 1 else proposals)
         return
-    text = "\n".join(_shown(p, stat) for p in proposals)
-    if sys.stdout.isatty() and len(text.splitlines()) >= shutil.get_terminal_size().lines:
+    texts = [_shown(p, stat) for p in proposals]
+    if sys.stdout.isatty() and sum(t.count("\n") for t in texts) >= shutil.get_terminal_size().lines:
         os.environ.setdefault("LESS", "FRX")  # as git: colours pass, one screen quits at once
-        click.echo_via_pager(text, color=True)  # the diff was coloured for this terminal already
-    else:
-        click.echo(text, nl=False)
+        click.echo_via_pager("\n".join(texts), color=True)  # the diff was coloured for this terminal already
+        return
+    for number, text in enumerate(texts):  # one proposal at a time: a reader sees the first at once
+        click.echo(("\n" if number else "") + text, nl=False)
 
 
 def _shown(proposal: dict[str, Any], stat: bool) -> str:
