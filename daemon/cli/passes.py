@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from daemon.cli.progress import Bar
+from daemon.cli.progress import Bar, Stages
 from daemon.cli.render import DEFAULT_CONFIG, diff_text, emit_json, planned_json, proposal_header, say
 
 
@@ -36,7 +36,8 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
         _pass_all(app, dry_run, as_json)
         return
     store = resolve_store(app, store_name, store_path, preset)
-    report = run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root)
+    with Stages() as stages:
+        report = run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=stages.progress)
     at = report.at.isoformat() if report.at and report.pass_id is not None else None
     items = [planned_json(o, store.name, report.pass_id, at) for o in report.outcomes]
     if as_json:

@@ -1,4 +1,4 @@
-"""A progress bar on stderr for long work (applies, ``pass --all``), only on a terminal.
+"""A progress bar on stderr for long work (a pass, applies, ``pass --all``), only on a terminal.
 
 click's ``progressbar`` draws it; on a pipe or a file nothing at all is printed (click
 would still print the label once), so cron mails and ``2>log`` stay as they were.
@@ -33,11 +33,40 @@ class Bar:
     @property
     def progress(self) -> Any:
         """The callable to hand to the service, or None when stderr is not a terminal."""
-        return self._update if sys.stderr.isatty() else None
+        return self.update if sys.stderr.isatty() else None
 
-    def _update(self, done: int, total: int) -> None:
+    def update(self, done: int, total: int) -> None:
         if total < SHOWN_FROM:
             return
         if self._bar is None:
             self._bar = self._stack.enter_context(click.progressbar(length=total, label=self.label, file=sys.stderr, show_pos=True))
         self._bar.update(done - self._bar.pos)
+
+
+class Stages:
+    """One bar per stage of a long pass (reading notes, detecting, proposing), each ended when
+    the next begins: ``with Stages() as stages: run_pass(..., progress=stages.progress)``."""
+
+    def __init__(self) -> None:
+        self._stage: str | None = None
+        self._bar: Bar | None = None
+
+    def __enter__(self) -> Stages:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+
+    @property
+    def progress(self) -> Any:
+        """The callable to hand to the service, or None when stderr is not a terminal."""
+        return self._update if sys.stderr.isatty() else None
+
+    def _update(self, stage: str, done: int, total: int) -> None:
+        if stage != self._stage:
+            if self._bar is not None:
+                self._bar.__exit__(None, None, None)
+            self._stage = stage
+            self._bar = Bar(stage)
+        self._bar.update(done, total)

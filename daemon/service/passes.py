@@ -10,7 +10,7 @@ import dataclasses
 
 import datetime as dt
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +43,14 @@ from daemon.stores.scan import Skipped
 log = structlog.get_logger("dreamd.pass")
 
 STORE_BATCH = 50  # proposals per transaction: bounded memory, short write locks
+
+
+# progress(stage, done, total): what a face shows while a long pass runs (see run_pass)
+Progress = Callable[[str, int, int], None]
+
+
+def _unwatched(stage: str, done: int, total: int) -> None:
+    """No one watches the pass."""
 
 
 SUMMARY_STATES = ("pending", "accepted", "applied", "rejected", "stale", "refused", "suppressed", "duplicate")
@@ -114,44 +122,52 @@ def _caps(app: App) -> Caps:
     return Caps(note_seconds=limits.note_seconds, pass_seconds=limits.pass_seconds)
 
 
-def _read_within(observed: Observed, caps: Caps, report: PassReport) -> Observed:
+def _read_within(observed: Observed, caps: Caps, report: PassReport, progress: Progress) -> Observed:
     """The notes read within their time caps; those left unread are reported, never planned on."""
-    view, unread = read_notes(observed.view, caps)
+    view, unread = read_notes(observed.view, caps, lambda done, total: progress("reading notes", done, total))
     report.skipped_files = [*report.skipped_files, *(Skipped(path, TIME_CAP) for path in unread)]
     return dataclasses.replace(observed, view=view)
 
 
-def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]], caps: Caps) -> Iterator[Planned]:
+def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]], caps: Caps, progress: Progress = _unwatched) -> Iterator[Planned]:
     """Proposals one at a time: a pass over a large store never holds every result's bytes.
     Out of time, it stops between detectors or between proposals: what it found stands."""
     values, rejected = remembered
     if caps.capped_at is not None or not read_links(observed.view, caps):
         return iter(())
     ctx = PlanContext(view=observed.view, now=now, tombstoned_values=values, rejected_changes=rejected, settings=app.config.planner)
-    drafts = run_detectors(ctx, guard=lambda work, name: _guarded(caps, work, name))
-    return _until_out_of_time(make_proposals(drafts, observed.view, now, STORE_BATCH), caps)
+    ran = itertools.count(1)
+    total = len(DEFAULT_DETECTORS)
+    progress("detecting", 0, total)
+
+    def guarded(work: Any, name: str) -> Any:
+        done, found = caps.within_pass(work, f"detector {name}")
+        progress("detecting", next(ran), total)
+        return found if done else None
+
+    drafts = run_detectors(ctx, guard=guarded)
+    return _until_out_of_time(make_proposals(drafts, observed.view, now, STORE_BATCH), caps, lambda done: progress("proposing", done, len(drafts)))
 
 
-def _guarded(caps: Caps, work: Any, name: str) -> Any:
-    done, found = caps.within_pass(work, f"detector {name}")
-    return found if done else None
-
-
-def _until_out_of_time(planned: Iterator[Planned], caps: Caps) -> Iterator[Planned]:
+def _until_out_of_time(planned: Iterator[Planned], caps: Caps, made: Callable[[int], None]) -> Iterator[Planned]:
     """``planned`` until the pass's time is up (checked between proposals, never inside one)."""
     try:
-        for item in planned:
+        for number, item in enumerate(planned, 1):
             yield item
+            made(number)
             if caps.expired("building proposals"):
                 return
     finally:
         planned.close()  # type: ignore[attr-defined]
 
 
-def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False) -> PassReport:
+def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False, progress: Progress | None = None) -> PassReport:
+    """One pass (see the module). ``progress(stage, done, total)`` hears how far it is through
+    reading notes, detecting and proposing: a face draws a bar with it."""
+    progress = progress or _unwatched
     now = app.clock()
     if dry_run:
-        return _dry_run(app, store, now)
+        return _dry_run(app, store, now, progress)
     roots_of(store)  # a missing folder is the user's typo: record nothing for it
     engine = app.engine()
     with engine.begin() as conn:
@@ -161,7 +177,7 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root:
         with holding_store(app, store_id, store.name, ttl=PASS_LEASE_TTL, heartbeat=True):  # one pass per store at a time
             close_dead_passes(app, store_id)
             recover(app, store)
-            report = _record_pass(app, store, store_id, pass_id, now)
+            report = _record_pass(app, store, store_id, pass_id, now, progress)
     except StoreBusyError as busy:
         return _busy(app, store, store_id, pass_id, now, busy)
     except Exception as exc:
@@ -188,13 +204,13 @@ def _busy(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.dat
     return PassReport(store.name, "busy", "", pass_id, at=now, busy=reason)
 
 
-def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime) -> PassReport:
+def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, progress: Progress) -> PassReport:
     caps = _caps(app)
     with caps.timing():
-        return _record_timed(app, store, store_id, pass_id, now, caps)
+        return _record_timed(app, store, store_id, pass_id, now, caps, progress)
 
 
-def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, caps: Caps) -> PassReport:
+def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, caps: Caps, progress: Progress) -> PassReport:
     observed = observe(store, registered_roots(app, store_id, store))
     scan = observed.scan
     fingerprint = _fingerprint(app, store)
@@ -218,8 +234,8 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
             with app.engine().begin() as conn:
                 repo.finish_pass(conn, store_id, pass_id, stats=report.stats)
         return report
-    observed = _read_within(observed, caps, report)
-    _store_all(app, store, store_id, pass_id, _plan(app, observed, now, remembered, caps), report, now)
+    observed = _read_within(observed, caps, report, progress)
+    _store_all(app, store, store_id, pass_id, _plan(app, observed, now, remembered, caps, progress), report, now)
     if store.llm is not None and not caps.expired("asking the model"):
         with app.engine().connect() as conn:
             changed = changed_since_last_llm_pass(conn, store_id, observed.view)
@@ -382,7 +398,7 @@ def proposal_values(item: Planned, state: str, note: str | None, pass_id: int | 
     }  # fmt: skip
 
 
-def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
+def _dry_run(app: App, store: StoreConfig, now: dt.datetime, progress: Progress) -> PassReport:
     """Everything a pass would propose, from a read-only look at the database.
 
     With a model configured the model is called too (a dry run shows everything), but
@@ -394,7 +410,7 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
     caps = _caps(app)
     try:
         with caps.timing():
-            _dry_plan(app, store, now, _read_within(observed, caps, report), report, engine, caps)
+            _dry_plan(app, store, now, _read_within(observed, caps, report, progress), report, engine, caps, progress)
     finally:
         if engine is not None:
             engine.dispose()
@@ -402,7 +418,7 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime) -> PassReport:
     return report
 
 
-def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any, caps: Caps) -> None:
+def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any, caps: Caps, progress: Progress) -> None:
     """The dry run's planning, duplicate and suppression marks read through ``engine``."""
     remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     store_row = None
@@ -413,7 +429,7 @@ def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed
             if store_row:
                 remembered = _remembered(conn, store_row.id)
                 changed = changed_since_last_llm_pass(conn, store_row.id, observed.view)
-    planned: Iterator[Planned] = _plan(app, observed, now, remembered, caps)
+    planned: Iterator[Planned] = _plan(app, observed, now, remembered, caps, progress)
     if store.llm is not None and not caps.expired("asking the model"):
         llm = plan_with_model(app, store, observed.view, now, changed)
         report.llm = llm.stats()

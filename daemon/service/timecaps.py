@@ -102,16 +102,20 @@ class Caps:
             raise _Expired
 
 
-def read_notes(view: StoreView, caps: Caps) -> tuple[StoreView, list[str]]:
+def read_notes(view: StoreView, caps: Caps, progress: Callable[[int, int], None] | None = None) -> tuple[StoreView, list[str]]:
     """The view with every note's own text read once within its cap; notes past it are left
     unread. Returns the view and the paths left unread.
 
     Reading parses what every detector needs (frontmatter, body, normalised text, title); the
     results stay cached on the notes. The links between notes are found afterwards, over the
     whole store at once (``read_links``): a link resolves by every note's name.
+    ``progress(done, total)`` hears about every hundredth of the notes.
     """
     left: dict[str, Note] = {}
-    for path, note in view.notes.items():
+    total, step = len(view.notes), max(1, len(view.notes) // 100)
+    for number, (path, note) in enumerate(view.notes.items()):
+        if progress is not None and number % step == 0:
+            progress(number, total)
         if view.is_index(path):
             continue  # the index is read with the links: without it nothing can be planned
         done, _ = caps.run(lambda note=note: _read(note), min(caps.note_seconds, caps.remaining()))
@@ -120,6 +124,8 @@ def read_notes(view: StoreView, caps: Caps) -> tuple[StoreView, list[str]]:
         if caps.expired("reading notes"):
             break
         left[path] = note.left_unread(f"reading it took over {caps.note_seconds:g} s")
+    if progress is not None:
+        progress(total, total)
     if left:
         view = replace(view, notes={**view.notes, **left})
     return view, sorted(left)

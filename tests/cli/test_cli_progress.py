@@ -1,4 +1,4 @@
-"""A progress bar for ``apply`` and ``pass --all`` on a terminal's stderr, and nothing on a pipe;
+"""A progress bar for a pass, ``apply`` and ``pass --all`` on a terminal's stderr, and nothing on a pipe;
 and ``[notify]`` run by a CLI pass."""
 
 from __future__ import annotations
@@ -92,3 +92,23 @@ def test_a_cli_pass_runs_the_notify_command(tmp_path, example_store, cli):
     config.write_text(f'[notify]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n\n[[stores]]\nname = "notes"\npath = "{example_store}"\npreset = "deepcode"\n')
     pass_id = json.loads(cli("--config", str(config), "pass", "notes", "--json").out)["pass_id"]
     assert json.loads(got.read_text()) == [["notes", "6", str(pass_id)], 6]
+
+
+def test_a_pass_on_a_terminal_draws_a_bar_per_stage(tmp_path, make_store, db_url):
+    """With stderr a terminal, a pass draws its reading, detecting and proposing stages to their ends; stdout is its summary."""
+    root = make_store({f"{side}{i}.md": NOTE.format(i=i) for i in range(3) for side in "ab"})
+    code, out, terminal = _with_terminal_stderr(["--db", db_url, "pass", "--store", str(root), "--preset", "generic", "--summary"])
+    assert (code, out) == (0, f"{root}: pass #1: 6 notes, 3 pending\n")
+    from daemon.planners.base import DEFAULT_DETECTORS
+
+    for stage, total in (("reading notes", 6), ("detecting", len(DEFAULT_DETECTORS)), ("proposing", 3)):
+        assert stage in terminal and f"{total}/{total}" in terminal, stage
+
+
+def test_a_pass_on_a_pipe_draws_nothing(tmp_path, make_store, db_url):
+    """With stderr a pipe, a pass's stderr holds its JSON log lines and no bar."""
+    root = make_store({f"{side}{i}.md": NOTE.format(i=i) for i in range(3) for side in "ab"})
+    done = subprocess.run([sys.executable, "-m", "daemon", "--db", db_url, "pass", "--store", str(root), "--preset", "generic", "--summary"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0
+    assert all(json.loads(line)["event"] for line in done.stderr.splitlines())
+    assert "reading notes" not in done.stderr and "detecting" not in done.stderr
