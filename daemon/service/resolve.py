@@ -22,7 +22,7 @@ from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.recovery import keeper
+from daemon.service.recovery import keeper, recover
 from daemon.service.review import mark_stale
 from daemon.service.workspace import registered_roots, store_config_for_id
 from daemon.stores import files as store_files
@@ -47,6 +47,7 @@ def resolve(app: App, journal_id: int) -> Resolution:
         if store_id is None:
             raise ProposalError(f"no journal {journal_id}", hint="dreamd verify names conflicted journals")
         store = store_config_for_id(app, conn, store_id)
+    recover(app, store)  # a journal a crash left writing is rolled forward (or found in conflict) first, as verify does
     with shielded(), holding_store(app, store_id, store.name):
         with app.engine().connect() as conn:  # read under the lease: a second resolve finds it done
             entry = repo.journal_entry(conn, store_id, journal_id)

@@ -59,6 +59,15 @@ def test_recovery_leaves_a_conflict_and_resolve_undoes_only_what_dreamd_wrote(ex
         resolve(app, journal_id)
 
 
+def test_resolve_right_after_a_crash_needs_no_verify_first(example_store, make_app):
+    """A journal a crash left writing is found in conflict by resolve itself, which then undoes only what dreamd wrote."""
+    app = make_app()
+    _, _, journal_id, written, edited = _torn_apply(app, example_store)
+    done = resolve(app, journal_id)
+    assert (done.restored, done.kept) == ([written], [edited])
+    assert not (example_store / written).exists()
+
+
 def test_resolve_refuses_an_unknown_or_healthy_journal(example_store, make_app):
     app = make_app()
     with pytest.raises(ProposalError, match="no journal 99"):
