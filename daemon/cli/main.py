@@ -75,9 +75,9 @@ def cli(ctx: click.Context, config: str | None, db: str | None, debug: bool) -> 
 
 
 def _register() -> None:
-    from daemon.cli import evaluate, export, history, interactive, passes, policy, review, run, serve, writes
+    from daemon.cli import evaluate, export, history, interactive, passes, policy, review, run, serve, worker, writes
 
-    for module in (passes, review, interactive, writes, export, history, evaluate, policy, run, serve):
+    for module in (passes, review, interactive, writes, export, history, evaluate, policy, run, worker, serve):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -1,9 +1,6 @@
-"""``dreamd run`` (the scheduled daemon), ``dreamd status``, and the daemon's pass worker."""
+"""``dreamd run`` (the scheduled daemon) and ``dreamd status``."""
 
 from __future__ import annotations
-
-import sys
-from pathlib import Path
 
 import click
 
@@ -13,12 +10,15 @@ from daemon.cli.render import DEFAULT_CONFIG, emit_json, one_line
 @click.command("run")
 @click.option("--stop-timeout", type=click.FloatRange(min=0), default=120.0, show_default=True, metavar="SECONDS", help="On SIGTERM, how long running passes may take before they are told to stop.")
 @click.option("--max-parallel", type=click.IntRange(min=1), default=2, show_default=True, help="Passes (over different stores) at once.")
+@click.option("--worker-passes", type=click.IntRange(min=1), default=50, show_default=True, help="Passes one worker process serves before a new one replaces it.")
+@click.option("--worker-mb", type=click.IntRange(min=1), default=400, show_default=True, help="A worker whose peak memory passed this many MB is replaced after its pass.")
 @click.pass_obj
-def run_command(settings, stop_timeout: float, max_parallel: int) -> None:  # noqa: ANN001
+def run_command(settings, stop_timeout: float, max_parallel: int, worker_passes: int, worker_mb: int) -> None:  # noqa: ANN001
     """Run passes on each configured store's schedule until SIGTERM.
 
     Each store's `every = "6h"` or `cron = "0 3 * * 0"` (crontab meaning, local time) sets
-    when; every pass runs in a worker process. Speaks systemd's notify protocol (READY,
+    when; passes run in worker processes, each serving up to --worker-passes passes (let go
+    after a minute idle). Speaks systemd's notify protocol (READY,
     STATUS, WATCHDOG, STOPPING). SIGHUP reloads the config; an invalid one is refused and
     the running one kept. SIGTERM lets running passes finish (up to --stop-timeout), stops
     them at a safe point after that, and exits 0.
@@ -35,48 +35,8 @@ def run_command(settings, stop_timeout: float, max_parallel: int) -> None:  # no
     if chosen is None:
         raise ConfigError("dreamd run needs a config file with [[stores]]", hint=f"give --config FILE, set DREAMD_CONFIG, or write {DEFAULT_CONFIG}")
     load_config(chosen)  # refused here in one line (a FIFO, bad TOML) before the daemon starts
-    options = RunOptions(chosen.resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel)
+    options = RunOptions(chosen.resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel, worker_passes=worker_passes, worker_mb=worker_mb)
     Daemon(options).run()
-
-
-@click.command("worker", hidden=True)
-@click.argument("store_name", required=False)
-@click.option("--check-database", is_flag=True, help="Only open (and migrate) the state database.")
-@click.option("--close-dead", metavar="WHY", help="Only close the passes of dead workers as failed, saying why.")
-@click.pass_obj
-def worker_command(settings, store_name: str | None, check_database: bool, close_dead: str | None) -> None:  # noqa: ANN001
-    """Internal: one pass for ``dreamd run``. Config text on stdin, one JSON line out."""
-    from daemon.config import config_from_text
-    from daemon.core.errors import DreamdError
-    from daemon.service.context import App, resolve_db_url
-    from daemon.service.interrupt import install
-    from daemon.logs import configure
-    from daemon.service.passes import run_pass
-
-    configure(settings.debug, info=True)
-    install()  # SIGTERM from the daemon: stop at the next safe point
-    config = config_from_text(sys.stdin.read(), Path(settings.config_path or "config.toml"))
-    settings._app = App(config=config, db_url=resolve_db_url(settings.db, config), surface="daemon", actor="daemon")
-    if close_dead:
-        from daemon.service.orphans import close_dead_passes
-
-        close_dead_passes(settings._app, why=close_dead)
-        return
-    if check_database or not store_name:
-        settings._app.engine()
-        return
-    try:
-        report = run_pass(settings._app, config.store(store_name))
-    except DreamdError as exc:
-        click.echo(_json_line({"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code}))
-        raise
-    click.echo(_json_line({"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats}))
-
-
-def _json_line(value: object) -> str:
-    import json
-
-    return json.dumps(value, sort_keys=True, default=str)
 
 
 @click.command("status")
@@ -125,4 +85,4 @@ def _waiting_text(row: dict) -> str:
     return f"{', '.join(parts)}, waiting since {row['waiting_since'][:19]}"
 
 
-COMMANDS = [run_command, worker_command, status_command]
+COMMANDS = [run_command, status_command]

@@ -1,4 +1,4 @@
-"""The daemon: one APScheduler job per store, each pass in a worker process.
+"""The daemon: one APScheduler job per store, each pass in a pooled worker process.
 
 The main thread owns signals and systemd's watchdog; APScheduler's BackgroundScheduler
 fires jobs in a small thread pool, and each job only waits on its worker. Stopping is
@@ -23,7 +23,7 @@ from daemon.config import Config, StoreConfig, config_from_text, read_config_tex
 from daemon.core.errors import ConfigError, DreamdError
 from daemon.service import daemon_state
 from daemon.scheduler.notify import Notifier
-from daemon.scheduler.worker import Worker, WorkerResult, run_to_end, worker_command
+from daemon.scheduler.worker import IDLE_S, MAX_MB, MAX_PASSES, Worker, WorkerPool, WorkerResult, run_to_end, worker_command
 
 log = structlog.get_logger("dreamd.daemon")
 
@@ -39,6 +39,9 @@ class RunOptions:
     stop_timeout: float = 120.0  # SIGTERM: how long running passes may take to finish
     kill_after: float = 10.0  # then: how long a worker told to stop may take before SIGKILL
     max_parallel: int = 2  # passes at once (one per store at most)
+    worker_passes: int = MAX_PASSES  # passes one worker process serves before it is replaced
+    worker_mb: int = MAX_MB  # a worker whose peak RSS passed this is replaced after its pass
+    worker_idle_s: float = IDLE_S  # an idle worker is let go after this long
 
 
 class Daemon:
@@ -56,6 +59,8 @@ class Daemon:
         self._started = dt.datetime.now(dt.timezone.utc)
         self._next_beat = 0.0
         self.scheduler: Any = None
+        serving = worker_command(str(options.config_path), options.db_url, options.debug, serve=(options.worker_passes, options.worker_mb))
+        self.pool = WorkerPool(serving, idle_s=options.worker_idle_s)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -91,7 +96,7 @@ class Daemon:
         an unreachable or too-new database fails the start with its one-line error instead
         of failing every pass, workers never race to migrate a new database, and the
         daemon itself never imports the database layer (it stays ~30 MB)."""
-        command = worker_command(None, str(self.options.config_path), self.options.db_url, self.options.debug)
+        command = worker_command(str(self.options.config_path), self.options.db_url, self.options.debug)
         code = run_to_end(command, self._config_text)
         if code != 0:
             raise SystemExit(code)  # the worker has said why on stderr, in one line
@@ -114,6 +119,7 @@ class Daemon:
             if self._reload_requested:
                 self._reload_requested = False
                 self._reload()
+            self.pool.let_go_idle()
             time.sleep(TICK_S)
 
     def _beat(self) -> None:
@@ -132,17 +138,18 @@ class Daemon:
         self.notifier.stopping(f"stopping; waiting for {len(running)} running pass(es)")
         self._drain(time.monotonic() + self.options.stop_timeout, until_second_request=True)
         with self._lock:
-            workers = list(self._workers.values())
-        for worker in workers:
-            log.warning("pass.stopping", store=worker.store, worker_pid=worker.pid)
+            workers = list(self._workers.items())
+        for store, worker in workers:
+            log.warning("pass.stopping", store=store, worker_pid=worker.pid)
             worker.terminate()
         self._drain(time.monotonic() + self.options.kill_after)
         with self._lock:
-            workers = list(self._workers.values())
-        for worker in workers:
-            log.error("pass.killed", store=worker.store, worker_pid=worker.pid)
+            workers = list(self._workers.items())
+        for store, worker in workers:
+            log.error("pass.killed", store=store, worker_pid=worker.pid)
             worker.kill()
         self._drain(float("inf"))
+        self.pool.close()
         self.scheduler.shutdown(wait=True)
         daemon_state.remove_state(os.getpid())
         log.info("daemon.stopped")
@@ -213,28 +220,24 @@ class Daemon:
 
     def _run_worker(self, name: str) -> None:
         with self._lock:
-            command = worker_command(name, str(self.options.config_path), self.options.db_url, self.options.debug)
-            worker = Worker(name, command, self._config_text)
-            self._workers[name] = worker
-        log.info("pass.started", store=name, worker_pid=worker.pid)
-        self._publish()
-        try:
-            result = worker.wait()
-        finally:
-            with self._lock:
-                self._workers.pop(name, None)
-        if result.code != 0:  # died, or stopped at a point where it could not record its end
+            config_text = self._config_text
+        def started(worker: Worker) -> None:
+            log.info("pass.started", store=name, worker_pid=worker.pid, worker_passes=worker.passes)
+            self._publish()
+
+        worker, result = self.pool.run(name, config_text, self._workers, self._lock, started, may_retry=lambda: not self._stopping)
+        if result.died:  # it may have left its pass "running"
             self._record_death(result)
         self._last[name] = _summary(result)
         log_method = log.info if result.code == 0 else log.error
-        log_method("pass.finished", store=name, worker_pid=worker.pid, **self._last[name])
+        log_method("pass.finished", store=name, worker_pid=worker.pid, worker_passes=worker.passes, **self._last[name])
         self._publish()
 
     def _record_death(self, result: WorkerResult) -> None:
         """A worker that died may have left its pass "running": a short worker closes it as
         failed now (the daemon itself never opens the database)."""
         why = f"the worker running it died ({result.describe()})"
-        command = worker_command(None, str(self.options.config_path), self.options.db_url, self.options.debug, dead=why)
+        command = worker_command(str(self.options.config_path), self.options.db_url, self.options.debug, dead=why)
         if run_to_end(command, self._config_text) != 0:  # the next pass over the store closes it instead
             log.error("pass.death_unrecorded", store=result.store)
 

@@ -12,8 +12,8 @@ from .conftest import write_config
 
 def test_a_worker_that_cannot_start_is_logged_and_the_job_ends_cleanly(tmp_path, example_store, monkeypatch):
     config = write_config(tmp_path / "config.toml", f"sqlite:///{tmp_path / 'state.db'}", [{"name": "demo", "path": str(example_store), "preset": "deepcode"}])
-    daemon = Daemon(RunOptions(config_path=config))
     monkeypatch.setattr(worker_module.sys, "executable", str(tmp_path / "no-such-python"))
+    daemon = Daemon(RunOptions(config_path=config))
     with structlog.testing.capture_logs() as logs:
         daemon._pass_job("demo")
     assert [e["event"] for e in logs] == ["pass.not_started"] and "FileNotFoundError" in logs[0]["error"]

@@ -50,10 +50,12 @@ def test_sigterm_during_applies_finishes_the_write_in_progress_and_stops(tmp_pat
     db = f"sqlite:///{tmp_path / 'state.db'}"
     config = tmp_path / "config.toml"
     config.write_text(f'db = "{db}"\n[[stores]]\nname = "dups"\npath = "{root}"\npreset = "generic"\npolicy = "policy.toml"\napply = "accepted"\n')
-    command = [sys.executable, "-m", "daemon", "--config", str(config), "worker", "dups"]
+    command = [sys.executable, "-m", "daemon", "--config", str(config), "worker", "--serve"]
     log = tmp_path / "worker.log"
-    with config.open() as stdin, log.open("w") as stderr:  # the daemon hands over its config text on stdin
-        worker = subprocess.Popen(command, stdin=stdin, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    with log.open("w") as stderr:  # the daemon hands over its config text with each pass
+        worker = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    worker.stdin.write(json.dumps({"store": "dups", "config": config.read_text()}) + "\n")
+    worker.stdin.flush()
     wait_for(lambda: (tmp_path / "state.db").exists(), what="the database")
     engine = open_engine(db)
     try:
@@ -61,8 +63,9 @@ def test_sigterm_during_applies_finishes_the_write_in_progress_and_stops(tmp_pat
         worker.send_signal(signal.SIGTERM)
         out, _ = worker.communicate(timeout=60)
         assert worker.returncode == 10, log.read_text()[-2000:]
-        report = json.loads(out.strip().splitlines()[-1])
-        assert report["status"] == "failed" and "error[stopped]" in report["error"]
+        started, report = map(json.loads, out.strip().splitlines())
+        assert started == {"started": "dups"}
+        assert report["status"] == "failed" and "error[stopped]" in report["error"] and report["last"] is True
         states = _states(engine)
         assert 3 <= states["applied"] < 120, states  # stopped part-way, between two applies
         assert states["applied"] + states.get("accepted", 0) == 120

@@ -55,13 +55,13 @@ def host_pid(host: Host, unit: str, machine_pid: int) -> int:
 
 
 def pass_worker(host: Host, store: str = "notes", *, in_pass: bool) -> int:
-    """The daemon's worker for a pass over ``store``, by its PID outside the machine, or 0.
-    With ``in_pass``, only once it catches SIGTERM: the worker installs that handler right
-    before its pass, so from then on a SIGTERM stops the pass at a safe point."""
+    """The daemon's pass worker (the one store's), by its PID outside the machine, or 0.
+    With ``in_pass``, only once it catches SIGTERM: from then on a SIGTERM stops its pass
+    at a safe point."""
     for pid in host.cgroup_pids("dreamd.service"):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
-            if argv[-2:] != [b"worker", store.encode()]:
+            if b"worker" not in argv or b"--serve" not in argv:
                 continue
             if not in_pass:
                 return pid

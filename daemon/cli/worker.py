@@ -1,0 +1,103 @@
+"""``dreamd worker``: the daemon's pass worker (internal; see daemon/scheduler/worker.py).
+
+``worker --serve`` serves passes from JSON lines on stdin until its input ends, it has
+served ``--max-passes``, its peak memory passed ``--max-mb``, or it is told to stop
+(SIGTERM: the pass stops at its next safe point, its result line says so, exit 10).
+``--check-database`` and ``--close-dead`` are the daemon's short database-only errands
+(config text on stdin).
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+
+@click.command("worker", hidden=True)
+@click.option("--serve", is_flag=True, help="Serve passes from JSON lines on stdin.")
+@click.option("--max-passes", type=click.IntRange(min=1), default=50, help="With --serve: exit after this many passes.")
+@click.option("--max-mb", type=click.IntRange(min=1), default=400, help="With --serve: exit after a pass once peak RSS passed this.")
+@click.option("--check-database", is_flag=True, help="Only open (and migrate) the state database.")
+@click.option("--close-dead", metavar="WHY", help="Only close the passes of dead workers as failed, saying why.")
+@click.pass_obj
+def worker_command(settings, serve: bool, max_passes: int, max_mb: int, check_database: bool, close_dead: str | None) -> None:  # noqa: ANN001
+    """Internal: passes for ``dreamd run``."""
+    from daemon.logs import configure
+    from daemon.service.interrupt import install
+
+    configure(settings.debug, info=True)
+    install()  # SIGTERM from the daemon: stop at the next safe point
+    if serve:
+        _serve(settings, max_passes, max_mb)
+        return
+    app = settings._app = _app(settings, sys.stdin.read())
+    if close_dead:
+        from daemon.service.orphans import close_dead_passes
+
+        close_dead_passes(app, why=close_dead)
+    elif check_database:
+        app.engine()
+    else:
+        raise click.UsageError("give --serve, --check-database or --close-dead WHY")
+
+
+def _serve(settings, max_passes: int, max_mb: int) -> None:  # noqa: ANN001
+    """One pass per request line until the input ends or this worker has done its share.
+    The App is kept while the config text stays the same (one engine, one connection pool)."""
+    app, text, served = None, None, 0
+    try:
+        for line in sys.stdin:
+            request = json.loads(line)
+            click.echo(_json_line({"started": request["store"]}))
+            if request["config"] != text:
+                if app is not None:
+                    app.close()
+                app, text = _app(settings, request["config"]), request["config"]
+            result, stopped = _one_pass(app, request["store"])
+            served += 1
+            last = stopped is not None or served >= max_passes or _peak_mb() >= max_mb
+            click.echo(_json_line({**result, "last": last}))
+            if stopped is not None:
+                raise stopped
+            if last:
+                return
+    finally:
+        if app is not None:
+            app.close()
+
+
+def _app(settings, config_text: str) -> Any:  # noqa: ANN001
+    from daemon.config import config_from_text
+    from daemon.service.context import App, resolve_db_url
+
+    config = config_from_text(config_text, Path(settings.config_path or "config.toml"))
+    return App(config=config, db_url=resolve_db_url(settings.db, config), surface="daemon", actor="daemon")
+
+
+def _one_pass(app: Any, store_name: str) -> tuple[dict[str, Any], Exception | None]:
+    """A pass's result line, and the StoppedError when the worker was told to stop during it."""
+    from daemon.core.errors import DreamdError, StoppedError
+    from daemon.service.passes import run_pass
+
+    try:
+        report = run_pass(app, app.config.store(store_name))
+    except DreamdError as exc:
+        failed = {"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code, "exit": exc.exit_code}
+        return failed, exc if isinstance(exc, StoppedError) else None
+    return {"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats, "exit": 0}, None
+
+
+def _peak_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
+
+
+def _json_line(value: object) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+COMMANDS = [worker_command]
