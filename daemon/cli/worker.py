@@ -93,6 +93,15 @@ def _one_pass(app: Any, store_name: str) -> tuple[dict[str, Any], Exception | No
 
 
 def _peak_mb() -> float:
+    """This worker's own peak RSS: the kernel's high-water mark of its memory map (VmHWM),
+    which starts anew at exec. getrusage's ru_maxrss does not: it carries over the peak of
+    the process the worker was forked from."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KB on Linux
 
 

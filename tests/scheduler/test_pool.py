@@ -113,3 +113,18 @@ def test_the_daemon_passes_several_stores_in_one_worker(tmp_path, make_store, db
     assert [r.status for r in rows] == ["completed"] * 3
     assert len({r.runner for r in rows}) == 1 and daemon.pool.started == 1
     wait_for(lambda: daemon._last and all(daemon._last[n]["status"] == "completed" for n in ("a", "b", "c")), what="the passes recorded")
+
+
+def test_a_worker_forked_from_a_large_process_measures_only_its_own_memory(tmp_path, make_store, db_url):
+    """A worker started by a process far past the memory limit is not replaced for it: its peak is its own."""
+    config = write_config(tmp_path / "config.toml", db_url, _stores(tmp_path, make_store, ["a", "b"]))
+    ballast = bytearray(300 * 1024 * 1024)
+    ballast[:: 4096] = b"\x01" * len(ballast[:: 4096])  # resident, not just reserved
+    pool = WorkerPool(worker_command(str(config), db_url, False, serve=(50, 250)))
+    try:
+        first, _ = _run(pool, "a", config)
+        second, _ = _run(pool, "b", config)
+    finally:
+        pool.close()
+        del ballast
+    assert first is second and pool.started == 1
