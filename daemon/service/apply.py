@@ -16,7 +16,7 @@ import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
-from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError
+from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError
 from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
@@ -27,12 +27,12 @@ from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
 from daemon.service.merged import Found, exact_steps, holds_result, manifest_before, record_found_applied
-from daemon.service.recovery import fail_journal, finish_journal, keeper, recover, record_external_changes
+from daemon.service.recovery import close_rolled_back, fail_journal, finish_journal, keeper, recover, record_external_changes
 from daemon.service.review import locate, mark_stale
 from daemon.service.workspace import registered_roots, store_config_for_id, store_name as store_name_of
 from daemon.stores import files as store_files
+from daemon.stores import port
 from daemon.stores.paths import StoreRoots
-from daemon.stores.scan import scan_store
 
 
 log = structlog.get_logger("dreamd.apply")
@@ -105,7 +105,8 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         return _found_applied(app, store, roots, store_id, proposal_id, files, blobs)
     pinned = _pinned_changes(store, files, blobs)
     changed = journal.mismatches(roots, {p: base for p, (base, _) in files.items()})
-    steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r]
+    held = set(port.held_paths(roots, files))
+    steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r and p in held]
     if changed and not pinned:
         with engine.connect() as conn:
             rebased = _rebase_index(conn, store, roots, store_id, row.diff, files, changed)
@@ -125,7 +126,13 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         # what will be written is stored first: recovery and revert read it from here
         repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after})
 
-    _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs))
+    try:
+        _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs))
+    except StaleError as exc:  # a record store's transaction rolled back whole: nothing was written
+        with engine.begin() as conn:
+            mark_stale(app, conn, store_id, proposal_id, str(exc), app.clock())
+        log.info("proposal.stale", store=store.name, proposal_id=proposal_id, reason=str(exc))
+        return ApplyResult(proposal_id, store.name, STALE, str(exc))
     log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
     return ApplyResult(proposal_id, store.name, APPLIED)
 
@@ -134,7 +141,7 @@ def _found_applied(app: App, store: StoreConfig, roots: StoreRoots, store_id: in
     """An accepted proposal whose result the store holds already (a merged review branch):
     recorded as applied, nothing written; what else changed since dreamd looked is recorded
     as such first, as after any apply."""
-    scan = scan_store(roots, store.settings)
+    scan = port.scan(roots, store.settings)
     now = app.clock()
     with app.engine().begin() as conn:
         check_transition(repo.get_proposal(conn, store_id, proposal_id).state, APPLIED, proposal_id)
@@ -174,12 +181,15 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
         recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
         raise
     except DreamdError as exc:  # any other failure mid-write: closed, never left "writing"
+        if port.is_records(roots):  # one database transaction, rolled back: nothing to resolve
+            close_rolled_back(app, store_id, journal_id, proposal_id, exc)
+            raise
         fail_journal(app, store_id, journal_id, proposal_id, exc)
         raise ApplyError(
             f"{operation} of proposal {proposal_id} failed while writing: {exc}",
             hint=f"nothing is half-written; dreamd verify names journal {journal_id}, dreamd resolve {journal_id} ends it",
         ) from exc
-    scan = scan_store(roots, store.settings)
+    scan = port.scan(roots, store.settings)
     with app.engine().begin() as conn:
         finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, scan, proposal=proposal)
 

@@ -12,7 +12,7 @@ from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.workspace import roots_of
 from daemon.service.recovery import recover, sweep_temp_files
-from daemon.stores.scan import scan_store
+from daemon.stores import port
 
 
 def _store_id(app: App, store: StoreConfig) -> int | None:
@@ -87,7 +87,7 @@ class Verification:
 def verify(app: App, store: StoreConfig) -> Verification:
     """Is the store byte-for-byte what dreamd last recorded, and is its journal clean?"""
     recover(app, store)
-    scan = scan_store(roots_of(store), store.settings)
+    scan = port.scan(roots_of(store), store.settings)
     store_id = _store_id(app, store)
     result = Verification(store.name, None, scan.root_hash)
     if store_id is None:

@@ -4,7 +4,9 @@ The journal row (with every file's before and after hash, whose bytes are alread
 is committed before the first byte is written. Writes happen in an order that never loses
 content: new and changed files first (the archive copy exists before its original goes),
 removals last. Each write is atomic (temp file, fsync, rename, fsync of the folder).
-Recovery reads the row back and finishes the job.
+Recovery reads the row back and finishes the job. A record store's steps are written
+instead as one database transaction that commits whole or not at all
+(``stores.records.database.write``); the journal around it is the same.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from daemon.core.validate import unsafe_path_reason
 from daemon.db import repo
 from daemon.stores import files
 from daemon.stores.paths import StoreRoots
+from daemon.stores.records import database as records
 from daemon.stores.presets import StoreSettings
 
 
@@ -47,9 +50,11 @@ def temp_dir_for(settings: StoreSettings, roots: StoreRoots) -> str | None:
     return roots.archive_prefix if listing.suffixes is None and not roots.beside else None
 
 
-def on_disk(root: StoreRoots | Path, paths: Iterable[str]) -> dict[str, str | None]:
+def on_disk(root: StoreRoots | records.RecordRoots | Path, paths: Iterable[str]) -> dict[str, str | None]:
     """Current hash of each path (None when absent). A symlink or unreadable file
     counts as a hash nobody expects, so it can never pass a compare-and-swap."""
+    if isinstance(root, records.RecordRoots):
+        return records.on_disk(root, paths)
     found: dict[str, str | None] = {}
     for path in paths:
         try:
@@ -61,12 +66,12 @@ def on_disk(root: StoreRoots | Path, paths: Iterable[str]) -> dict[str, str | No
     return found
 
 
-def mismatches(root: StoreRoots | Path, expected: Mapping[str, str | None]) -> list[str]:
+def mismatches(root: StoreRoots | records.RecordRoots | Path, expected: Mapping[str, str | None]) -> list[str]:
     current = on_disk(root, expected)
     return sorted(p for p, h in expected.items() if current[p] != h)
 
 
-def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False, journal_id: int | None = None, keep: files.Keep | None = None) -> None:
+def write(root: StoreRoots | records.RecordRoots | Path, steps: Iterable[Step], blobs: Mapping[str, bytes], *, temp_dir: str | None = None, undo: bool = False, journal_id: int | None = None, keep: files.Keep | None = None) -> None:
     """Bring each step's file to its after hash (``undo``: its before hash): writes first,
     removals last. ``temp_dir`` is where temporary files wait for their rename.
 
@@ -76,6 +81,9 @@ def write(root: StoreRoots | Path, steps: Iterable[Step], blobs: Mapping[str, by
     write with a ConflictError, the edit back in place; bytes that raced the very last
     instant go to ``keep`` (durably stored) before the displaced file is gone.
     """
+    if isinstance(root, records.RecordRoots):  # one transaction, all or nothing (StaleError)
+        records.write(root, steps, blobs, undo=undo)
+        return
     steps = list(steps)
     want = {s.path: (s.before if undo else s.after) for s in steps}
     allowed = {s.path: {s.before, s.after} for s in steps}

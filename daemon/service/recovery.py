@@ -17,7 +17,7 @@ import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
-from daemon.core.errors import DreamdError
+from daemon.core.errors import DreamdError, StaleError
 from daemon.core.hashing import hash_bytes, manifest_changes, root_hash
 from daemon.core.notes import Note, retired_notes
 from daemon.core.proposals import APPLIED, REVERTED
@@ -28,7 +28,8 @@ from daemon.service.workspace import registered_roots
 from daemon.service.interrupt import shielded
 from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
-from daemon.stores.scan import ScanResult, scan_store
+from daemon.stores import port
+from daemon.stores.scan import ScanResult
 
 
 log = structlog.get_logger("dreamd.recovery")
@@ -63,6 +64,13 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         current = journal.on_disk(roots, [s.path for s in steps])
         torn = [s.path for s in steps if current[s.path] not in (s.before, s.after)]
         now = app.clock()
+        written = False
+        outcome = _transaction_outcome(steps, current) if torn and port.is_records(roots) else None
+        if outcome == "rolled-back":
+            close_rolled_back(app, row.id, entry.id, entry.proposal_id, StaleError(f"changed since dreamd read them: {', '.join(torn)}"))
+            continue
+        if outcome == "committed":
+            torn, written = [], True  # the records that differ were changed after the commit
         if torn:
             log.warning("journal.conflict", store=store.name, journal=entry.id, proposal_id=entry.proposal_id, files=torn)
             with engine.begin() as conn:
@@ -72,19 +80,39 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
         with engine.connect() as conn:
             blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])  # stored before the journal opened
         try:
-            journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=entry.id, keep=keeper(app, row.id, entry.id, entry.proposal_id))
+            if not written:
+                journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=entry.id, keep=keeper(app, row.id, entry.id, entry.proposal_id))
+        except StaleError as exc:  # a record store's transaction found a changed record: rolled back
+            close_rolled_back(app, row.id, entry.id, entry.proposal_id, exc)
+            continue
         except DreamdError as exc:  # a missing or bad blob, a write the file system refuses, an edit meanwhile
+            if port.is_records(roots):  # rolled back (a lock held too long): still all-old, tried again later
+                log.warning("journal.retry_later", store=store.name, journal=entry.id, proposal_id=entry.proposal_id, error=str(exc))
+                continue
             fail_journal(app, row.id, entry.id, entry.proposal_id, exc)
             continue
-        scan = scan_store(roots, store.settings)
+        scan = port.scan(roots, store.settings)
         with engine.begin() as conn:
             finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan, recovered=True)
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
     for entry in pending:
         known = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
-        store_files.cleanup_temp_files(roots, (store_files.temp_tag(entry.id),), keeper(app, row.id, entry.id, entry.proposal_id, known))
+        port.cleanup_temp_files(roots, (store_files.temp_tag(entry.id),), keeper(app, row.id, entry.id, entry.proposal_id, known))
     return done
+
+
+def _transaction_outcome(steps: list[journal.Step], current: dict[str, str | None]) -> str | None:
+    """What became of a record store's one transaction, seen from records someone changed
+    since: ``committed`` when a record it wrote holds its result, ``rolled-back`` when no
+    record holds any result, None (a conflict for resolve) when only a deleted record is
+    gone: the agent may have deleted it as well."""
+    changed = [s for s in steps if s.after != s.before]
+    if any(current[s.path] == s.after for s in changed if s.after is not None):
+        return "committed"
+    if not any(current[s.path] == s.after for s in changed):
+        return "rolled-back"
+    return None
 
 
 def sweep_temp_files(app: App, store: StoreConfig, store_id: int) -> list[str]:
@@ -93,7 +121,7 @@ def sweep_temp_files(app: App, store: StoreConfig, store_id: int) -> list[str]:
     again. Under the store's lease, their bytes kept; a busy store is left for later.
     Returns the temp files still there (of journals not over, or of a busy store)."""
     roots = registered_roots(app, store_id, store)
-    found = store_files.find_temp_files(roots)
+    found = port.find_temp_files(roots)
     if not found:
         return []
     removed: list[str] = []
@@ -105,7 +133,7 @@ def sweep_temp_files(app: App, store: StoreConfig, store_id: int) -> list[str]:
                 if entry is not None and entry.state in ("done", "resolved"):
                     known = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
                     keep = keeper(app, store_id, journal_id, entry.proposal_id, known)
-                    removed += store_files.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keep, found)
+                    removed += port.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keep, found)
     except StoreBusyError:
         return found
     if removed:
@@ -139,6 +167,16 @@ def fail_journal(app: App, store_id: int, journal_id: int, proposal_id: int, err
         repo.close_journal(conn, store_id, journal_id, "conflict", now)
         repo.add_event(conn, store_id, "journal.failed", app.actor, app.surface, now, {"journal": journal_id, "error": str(error)}, proposal_id=proposal_id)
     log.warning("journal.failed", journal=journal_id, proposal_id=proposal_id, error=str(error))
+
+
+def close_rolled_back(app: App, store_id: int, journal_id: int, proposal_id: int, error: Exception) -> None:
+    """Close a journal whose one database transaction rolled back: nothing was written, so
+    there is nothing to resolve (a record store's compare-and-swap found a changed record)."""
+    now = app.clock()
+    with app.engine().begin() as conn:
+        repo.close_journal(conn, store_id, journal_id, "rolled-back", now)
+        repo.add_event(conn, store_id, "journal.rolled_back", app.actor, app.surface, now, {"journal": journal_id, "reason": str(error)}, proposal_id=proposal_id)
+    log.info("journal.rolled_back", journal=journal_id, proposal_id=proposal_id, reason=str(error))
 
 
 def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], scan: ScanResult, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False) -> None:

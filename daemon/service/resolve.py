@@ -26,6 +26,7 @@ from daemon.service.recovery import keeper, recover
 from daemon.service.review import mark_stale
 from daemon.service.workspace import registered_roots, store_config_for_id
 from daemon.stores import files as store_files
+from daemon.stores import port
 
 log = structlog.get_logger("dreamd.resolve")
 
@@ -71,7 +72,7 @@ def resolve(app: App, journal_id: int) -> Resolution:
         keep = keeper(app, store_id, journal_id, entry.proposal_id)
         journal.write(roots, back, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True, journal_id=journal_id, keep=keep)
         known = frozenset(h for s in steps for h in (s.before, s.after) if h)
-        store_files.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keeper(app, store_id, journal_id, entry.proposal_id, known))
+        port.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keeper(app, store_id, journal_id, entry.proposal_id, known))
         now = app.clock()
         restored = sorted(s.path for s in back)
         returned = sorted(s.path for s in back if s.path in raced)

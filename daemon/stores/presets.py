@@ -20,6 +20,7 @@ from daemon.core.index import IndexSpec
 from daemon.core.reader import Listing, ReaderModel
 from daemon.core.view import ARCHIVE, IN_PLACE, RETIRE_MODES
 from daemon.stores import readers
+from daemon.stores.records import dexto
 from daemon.stores.paths import DEFAULT_ARCHIVE_PREFIX, safe_relpath
 
 DEFAULT_MAX_FILE_BYTES = 1 << 20
@@ -35,6 +36,7 @@ class Preset:
     default_path_hint: str
     reader: ReaderModel
     retire_mode: str = ARCHIVE
+    records: bool = False  # a database of records (path = its file), not a folder of notes
 
     @property
     def archive_root(self) -> str:
@@ -50,6 +52,7 @@ PRESETS: dict[str, Preset] = {
         Preset("serena", "<project>/.serena/memories", readers.SERENA),
         Preset("cline", "<project>/memory-bank", readers.CLINE),
         Preset("generic", "<any folder of markdown notes>", readers.GENERIC, IN_PLACE),
+        Preset("dexto", dexto.DEFAULT_PATH_HINT, dexto.READER, records=True),
     )
 }
 
@@ -106,7 +109,10 @@ class StoreSettings:
         return self.archive_root.startswith("../")
 
     def is_note(self, path: str) -> bool:
-        """A file dreamd plans over: a markdown file the agent lists as a note, or the index."""
+        """A file dreamd plans over: a markdown file the agent lists as a note, or the index;
+        in a record store, every memory record."""
+        if self.preset.records:
+            return path.startswith(dexto.KEY_PREFIX) and self.listing.sees(path)
         return path == self.index_path or (path.endswith(NOTE_SUFFIX) and self.listing.sees(path))
 
     def is_excluded(self, path: str) -> bool:
@@ -128,6 +134,8 @@ _SETTING_KEYS = (
     "ignored_memory_patterns",
 )
 
+_RECORD_SETTING_KEYS = ("exclude", "pinned")  # globs on record keys; no index, no archive folder
+
 
 def resolve_settings(preset_name: str, overrides: Mapping[str, object] | None = None) -> StoreSettings:
     """Apply a store's config overrides to its preset; ConfigError naming any bad key, or
@@ -139,6 +147,9 @@ def resolve_settings(preset_name: str, overrides: Mapping[str, object] | None = 
             raise ConfigError(
                 f"unknown store setting {key!r}", hint=f"valid settings: {', '.join(k for k in _SETTING_KEYS if k != 'archive_dir')}"
             )
+    odd = [key for key in given if key not in _RECORD_SETTING_KEYS] if preset.records else []
+    if odd:
+        raise ConfigError(f"store setting {odd[0]!r} is for folders of notes; a {preset.name} store takes only {' and '.join(_RECORD_SETTING_KEYS)}")
     if "archive_dir" in given:  # the older name of archive_root
         if "archive_root" in given:
             raise ConfigError("store settings 'archive_dir' and 'archive_root' are the same setting: keep archive_root")

@@ -135,7 +135,7 @@ def test_bad_config_from_environment_is_reported_too(tmp_path, cli, monkeypatch)
 def test_unknown_preset_on_the_command_line_is_one_line_with_exit_2(example_store, cli):
     """``--preset nope`` exits 2 naming the valid presets."""
     result = cli("pass", "--store", str(example_store), "--preset", "nope")
-    _one_line(result, 2, "error[config]: unknown store preset 'nope' (valid presets: claude-code, cline, deepcode, generic, serena)")
+    _one_line(result, 2, "error[config]: unknown store preset 'nope' (valid presets: claude-code, cline, deepcode, dexto, generic, serena)")
 
 
 @pytest.mark.parametrize("dry", [False, True], ids=["recorded", "dry-run"])

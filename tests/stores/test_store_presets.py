@@ -10,7 +10,7 @@ from daemon.stores.presets import PRESETS, get_preset, resolve_settings
 
 def test_registry_has_every_agent() -> None:
     """The registry names one preset per supported agent layout."""
-    assert set(PRESETS) == {"deepcode", "claude-code", "serena", "cline", "generic"}
+    assert set(PRESETS) == {"deepcode", "claude-code", "serena", "cline", "generic", "dexto"}
     assert all(name == preset.name for name, preset in PRESETS.items())
 
 

@@ -1,0 +1,121 @@
+"""A record's reviewable form: frontmatter of its fields and metadata, then its content.
+
+Planners, detectors and diffs read notes, so each record is shown to them as one:
+
+    ---
+    id: "V1StGXR8_Z5j"
+    createdAt: 1733000000000
+    updatedAt: 1733000000000
+    tags: ["build", "ci"]
+    source: "user"
+    pinned: true
+    ---
+    <content, exactly>
+    (a line end)
+
+Every header value is JSON on one line; the one line end after the content is the
+rendering's, not the content's (so a note's usual last newline never reaches the prompt); metadata keys sit at the top level (so ``pinned:
+true`` pins the note for dreamd too). The rendering is exact both ways for every value
+Dexto writes: ``value_of(render(v)) == v``. A value that does not come back byte for byte
+(not Dexto's serialisation, a metadata key that would collide with a field) is not
+rendered: it is reported and never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from daemon.stores.records import dexto
+
+_OPEN = "---\n"
+_CLOSE = "\n---\n"
+_FIELD_LINES = ("id", "createdAt", "updatedAt", "tags")
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_YAML_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029", "\ufeff": "\\ufeff"}
+
+
+class NotRenderable(ValueError):
+    """A stored value dreamd cannot show as a note without changing it; ``reason`` says why."""
+
+    def __init__(self, reason: str, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+def parse_value(value: Any) -> dict[str, Any]:
+    """The record a stored value holds; NotRenderable when it is not JSON or breaks Dexto's rules."""
+    if not isinstance(value, str):
+        raise NotRenderable("invalid-json", "the value is not text")
+    try:
+        record = json.loads(value, object_pairs_hook=_no_duplicates)
+    except ValueError as exc:
+        raise NotRenderable("invalid-json", f"{exc}; while this row is there Dexto's prompt shows no memory at all") from None
+    breaks = dexto.rule_breaks(record)
+    if breaks:
+        raise NotRenderable("breaks-dexto-rules", "; ".join(breaks))
+    return record
+
+
+def render(value: Any) -> bytes:
+    """The note form of a stored value; NotRenderable when it would not come back exactly."""
+    record = parse_value(value)
+    if dexto.serialise(record) != value:
+        raise NotRenderable("not-dexto-serialisation", "the value is not what Dexto's JSON.stringify writes for it")
+    lines = [f"{key}: {_json(record[key])}" for key in _FIELD_LINES if key in record]
+    metadata = record.get("metadata")
+    if metadata == {}:
+        lines.append("metadata: {}")
+    elif metadata is not None:
+        odd = [k for k in metadata if k in dexto.FIELDS or not _PLAIN_KEY.match(k)]
+        if odd:
+            raise NotRenderable("metadata-keys", f"metadata keys {odd!r} cannot be shown beside the record's fields")
+        lines += [f"{key}: {_json(item)}" for key, item in metadata.items()]
+    text = _OPEN + "\n".join(lines) + _CLOSE + record["content"] + "\n"
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise NotRenderable("not-dexto-serialisation", "the value holds a lone UTF-16 surrogate") from None
+
+
+def value_of(data: bytes) -> str:
+    """The value Dexto would store for a rendering (ValueError when it is not one)."""
+    text = data.decode("utf-8")
+    end = text.find(_CLOSE, len(_OPEN) - 1)
+    if not text.startswith(_OPEN) or end < 0:
+        raise ValueError("not a record's rendering: no header")
+    if not text.endswith("\n"):
+        raise ValueError("not a record's rendering: its content does not end with the line end dreamd adds")
+    fields: dict[str, Any] = {}
+    for line in text[len(_OPEN) : end].split("\n"):
+        key, sep, raw = line.partition(": ")
+        if not sep or key in fields or key == "content":
+            raise ValueError(f"not a record's rendering: header line {line!r}")
+        fields[key] = json.loads(raw)
+    record: dict[str, Any] = {"id": fields.pop("id", None), "content": text[end + len(_CLOSE) : -1]}
+    record |= {key: fields.pop(key) for key in ("createdAt", "updatedAt", "tags") if key in fields}
+    if "metadata" in fields:
+        if fields != {"metadata": {}}:
+            raise ValueError("not a record's rendering: 'metadata: {}' stands alone or not at all")
+        record["metadata"] = {}
+    elif fields:
+        record["metadata"] = fields
+    breaks = dexto.rule_breaks(record)
+    if breaks:
+        raise ValueError(f"breaks Dexto's rules: {'; '.join(breaks)}")
+    return dexto.serialise(record)
+
+
+def _json(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    for char, escaped in _YAML_BREAKS.items():
+        text = text.replace(char, escaped)
+    return text
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        raise ValueError("a key appears twice")
+    return found

@@ -1,0 +1,45 @@
+"""The CLI on a Dexto store: the same commands, records named by key, bad input in one line."""
+
+from __future__ import annotations
+
+import json
+
+import dexto_db
+
+
+def test_dry_run_shows_the_retired_record_going_to_dreamds_kept_copies(cli, dexto):
+    """``pass --dry-run`` prints the merge whose diff moves the duplicate under dreamd:deleted/, and the summary."""
+    run = cli("pass", "--store", str(dexto), "--preset", "dexto", "--dry-run")
+    assert run.code == 0
+    assert "rename from memory:item:Zz9yX8wV7uT6\nrename to dreamd:deleted/memory:item:Zz9yX8wV7uT6\n" in run.out
+    assert run.out.endswith(f"{dexto}: dry run (nothing written): 4 notes, 1 pending\n")
+
+
+def test_pass_json_lists_record_keys_and_rows_dreamd_will_not_touch(cli, dexto):
+    """``pass --json`` names the records by key and lists a row that is not JSON under skipped_files."""
+    import sqlite3
+
+    conn = sqlite3.connect(dexto, isolation_level=None)
+    conn.execute("INSERT INTO kv_store (key, value) VALUES ('memory:item:broken000001', '{')")
+    conn.close()
+    report = json.loads(cli("pass", "--store", str(dexto), "--preset", "dexto", "--json").out)
+    assert report["proposals"][0]["paths"] == ["dreamd:deleted/memory:item:Zz9yX8wV7uT6", "memory:item:Ab3dE_fG-hIj", "memory:item:Zz9yX8wV7uT6"]
+    assert [s["path"] for s in report["skipped_files"]] == ["memory:item:broken000001"]
+    assert report["skipped_files"][0]["reason"].startswith("invalid-json: ")
+
+
+def test_accept_apply_verify_revert_on_a_record_store(cli, dexto):
+    """accept, apply, verify and revert each exit 0; after revert the table is byte for byte as before."""
+    before = dexto_db.values(dexto)
+    cli("pass", "--store", str(dexto), "--preset", "dexto")
+    assert [cli(*args).code for args in (("accept", "1"), ("apply", "1"), ("verify", "--store", str(dexto)), ("revert", "1"))] == [0, 0, 0, 0]
+    assert dexto_db.values(dexto) == before
+
+
+def test_a_file_that_is_not_a_database_is_one_line_and_exit_3(cli, tmp_path):
+    """A text file given as a Dexto store: one error[store] line, exit code 3, the file untouched."""
+    bad = tmp_path / "agent.db"
+    bad.write_text("hello\n")
+    run = cli("pass", "--store", str(bad), "--preset", "dexto", "--dry-run")
+    assert (run.code, run.err.splitlines()[-1]) == (3, f"error[store]: {bad} is not an SQLite database (the dexto preset takes the agent's database, ~/.dexto/database/<agentId>.db)")
+    assert bad.read_text() == "hello\n"

@@ -1,0 +1,88 @@
+"""A record's note form: exact both ways for what Dexto writes, and refused for anything else."""
+
+from __future__ import annotations
+
+import pytest
+
+import dexto_db
+from conftest import STANDARD
+from daemon.core.hashing import hash_bytes
+from daemon.core.notes import Note
+from daemon.stores.records.rendering import NotRenderable, render, value_of
+from test_dexto_facts import TRICKY
+
+
+def test_every_value_dexto_writes_comes_back_byte_for_byte():
+    """value_of(render(v)) == v for Node-serialised memories with tags, metadata, emoji and control characters."""
+    values = dexto_db.stringify(STANDARD + TRICKY)
+    assert [value_of(render(v)) for v in values] == values
+
+
+def test_rendering_shows_fields_then_metadata_then_the_exact_content():
+    """The header holds id, times, tags and each metadata key as JSON; the body is the content itself."""
+    (value,) = dexto_db.stringify([STANDARD[2]])
+    assert render(value).decode() == (
+        '---\nid: "pInNeD000001"\ncreatedAt: 1733000002000\nupdatedAt: 1733000002000\n'
+        'source: "system"\npinned: true\nteam: "ops"\n---\n'
+        "Déjà vu: the café's API key lives in 1Password 🔑, never in the repo.\n"
+    )
+
+
+def test_metadata_pinned_true_makes_the_note_pinned_for_dreamd():
+    """A record with metadata.pinned true is a pinned note; pinned false is not."""
+    pinned, loose = dexto_db.stringify([STANDARD[2], TRICKY[2]])
+    assert [Note("memory:item:x", d, hash_bytes(d)).pinned for d in (render(pinned), render(loose))] == [True, False]
+
+
+def test_empty_metadata_is_kept_apart_from_absent_metadata():
+    """``metadata: {}`` renders as its own line and comes back as an empty object."""
+    value = '{"id":"x","content":"c","createdAt":1,"updatedAt":1,"metadata":{}}'
+    assert (render(value).decode(), value_of(render(value))) == ('---\nid: "x"\ncreatedAt: 1\nupdatedAt: 1\nmetadata: {}\n---\nc\n', value)
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("{not json", "invalid-json"),
+        ('{"id":"x","content":"c","createdAt":1,"updatedAt":1,"id":"y"}', "invalid-json"),
+        ('{"id":"x","content":"","createdAt":1,"updatedAt":1}', "breaks-dexto-rules"),
+        ('{"id": "x", "content": "c", "createdAt": 1, "updatedAt": 1}', "not-dexto-serialisation"),
+        ('{"content":"c","id":"x","createdAt":1,"updatedAt":1}', "not-dexto-serialisation"),
+        ('{"id":"x","content":"\\ud800","createdAt":1,"updatedAt":1}', "not-dexto-serialisation"),
+        ('{"id":"x","content":"c","createdAt":1,"updatedAt":1,"metadata":{"tags":1}}', "metadata-keys"),
+        ('{"id":"x","content":"c","createdAt":1,"updatedAt":1,"metadata":{"two words":1}}', "metadata-keys"),
+    ],
+    ids=["not-json", "duplicate-key", "empty-content", "spaces", "key-order", "lone-surrogate", "colliding-key", "odd-key"],
+)
+def test_values_that_would_not_come_back_exactly_are_not_rendered(value, reason):
+    """Invalid JSON, rule breaks, other serialisations and awkward metadata keys raise NotRenderable with their reason."""
+    with pytest.raises(NotRenderable) as caught:
+        render(value)
+    assert caught.value.reason == reason
+
+
+def test_value_of_refuses_a_rendering_whose_record_breaks_dexto_rules():
+    """A header line Dexto's strict schema would refuse (source 'agent') is no value at all."""
+    (value,) = dexto_db.stringify([STANDARD[0]])
+    edited = render(value).replace(b'source: "user"', b'source: "agent"')
+    with pytest.raises(ValueError, match="metadata.source must be one of user, system"):
+        value_of(edited)
+
+
+def test_value_of_refuses_bytes_without_a_record_header():
+    """A plain markdown note is not a record."""
+    with pytest.raises(ValueError, match="no header"):
+        value_of(b"# a note\n")
+
+
+def test_content_ending_in_a_newline_keeps_it_beside_the_renderings_own():
+    """Content that ends with a line end renders with two, and comes back with its one."""
+    value = '{"id":"x","content":"line\\n","createdAt":1,"updatedAt":1}'
+    assert (render(value).endswith(b"---\nline\n\n"), value_of(render(value))) == (True, value)
+
+
+def test_value_of_refuses_a_rendering_without_its_final_line_end():
+    """Bytes whose content has no line end after it are not a rendering dreamd made."""
+    (value,) = dexto_db.stringify([STANDARD[3]])
+    with pytest.raises(ValueError, match="does not end with the line end"):
+        value_of(render(value)[:-1])
