@@ -4,8 +4,9 @@
 
 Measures, on a deterministic store written to a temp dir (``generate.py``, deepcode
 preset): the cold first pass (in a fresh subprocess, split by phase, with its peak RSS),
-the no-op pass on the unchanged store, ``b3sum`` over the same files, the scaling of the
-near-duplicate detector, and the start-up of ``dreamd --help`` and ``dreamd proposals``.
+the no-op pass on the unchanged store inside this process (imports done, database open:
+the figure to compare with b3sum, as a whole process, is ``bench_noop.py``'s), the scaling
+of the near-duplicate detector, and the start-up of ``dreamd --help`` and ``dreamd proposals``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import json
 import math
 import os
 import pstats
-import shutil
 import statistics
 import subprocess
 import sys
@@ -77,14 +77,6 @@ def noop_pass(store: Path, db: Path, repeats: int) -> dict[str, Any]:
     median, times = median_time(lambda: statuses.append(run_pass(app, config).status), repeats)
     app.close()
     return {"median_s": median, "runs_s": times, "statuses": statuses, "db_open_s": open_s}
-
-
-def b3sum(store: Path, threads: int | None, repeats: int) -> float | None:
-    if not shutil.which("b3sum"):
-        return None
-    flag = f" --num-threads {threads}" if threads else ""
-    command = f"find {store} -type f -print0 | xargs -0 b3sum{flag} > /dev/null"
-    return median_time(lambda: subprocess.run(command, shell=True, check=True), repeats)[0]
 
 
 def near_duplicates(store: Path, repeats: int) -> dict[str, Any]:
@@ -150,8 +142,6 @@ def main() -> None:
         db = Path(tmp) / "state.db"
         out["first"] = first_pass(root, db)
         out["noop"] = noop_pass(root, db, args.repeats)
-        out["b3sum_1t_s"] = b3sum(root, 1, args.repeats)
-        out["b3sum_s"] = b3sum(root, None, args.repeats)
         out["near_small"] = near_duplicates(small, args.repeats)
         out["near_large"] = near_duplicates(root, args.repeats)
         out["cli_help_s"] = cli_time(["--help"], 5)
@@ -169,10 +159,8 @@ def report(out: dict[str, Any]) -> None:
     first, noop, small, large = out["first"], out["noop"], out["near_small"], out["near_large"]
     phases = first["phases"]
     accounted = sum(phases.get(k, {}).get("s", 0.0) for k in ("db_open", "scan", "detectors", "db_snapshot", "db_proposals"))
-    b3 = min(t for t in (out["b3sum_s"], out["b3sum_1t_s"]) if t is not None) if out["b3sum_s"] else None
-    ratio = noop["median_s"] / b3 if b3 else None
     exponent = math.log(large["median_s"] / small["median_s"]) / math.log(large["notes"] / small["notes"])
-    out["derived"] = {"db_writes_s": first["wall_s"] - accounted, "noop_over_b3sum": ratio, "near_exponent": exponent}
+    out["derived"] = {"db_writes_s": first["wall_s"] - accounted, "near_exponent": exponent}
     rows: list[tuple[str, str, str, str]] = []
 
     def add(label: str, value: str, target: str = "", ok: bool | None = None) -> None:
@@ -187,12 +175,8 @@ def report(out: dict[str, Any]) -> None:
     add("  proposal building (wall) + bookkeeping", f"{db_writes:.2f} s ({db_writes / first['wall_s']:.0%})")
     add("  proposals by detector", ", ".join(f"{k.split(':')[1]} {v}" for k, v in sorted(first["by_source"].items())))
     add("  peak RSS (ru_maxrss)", f"{first['maxrss_kb'] / 1024:.0f} MB (after imports {first['baseline_rss_kb'] / 1024:.0f} MB)")
-    add("no-op pass (median)", f"{noop['median_s']:.3f} s [{', '.join(sorted(set(noop['statuses'])))}]", "<= 1 s", noop["median_s"] <= 1 and set(noop["statuses"]) == {"skipped"})
+    add("no-op pass, in-process (median)", f"{noop['median_s']:.3f} s [{', '.join(sorted(set(noop['statuses'])))}]", "<= 1 s", noop["median_s"] <= 1 and set(noop["statuses"]) == {"skipped"})
     add("  db open before it (not included)", f"{noop['db_open_s']:.3f} s")
-    for key, title in (("b3sum_1t_s", "b3sum --num-threads 1"), ("b3sum_s", "b3sum (default threads)")):
-        add(title, f"{out[key]:.3f} s" if out[key] is not None else "not installed")
-    if ratio is not None:
-        add("no-op / b3sum (faster of the two)", f"{ratio:.1f}x", "<= 5x", ratio <= 5)
     for near in (small, large):
         pairs = near["notes"] * (near["notes"] - 1) // 2
         add(f"near-dup detector, {near['notes']} notes", f"{near['median_s']:.3f} s, {near['drafts']} drafts, "

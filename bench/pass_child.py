@@ -6,7 +6,9 @@ functions ``run_pass`` calls, inside the one real pass (a wrapper costs about a
 microsecond per call):
 
 - db_open: ``open_engine`` (create the SQLite file, run the Alembic migrations),
-- scan: ``observe`` (list, read, BLAKE3-hash every file, build the view); scan_store inside,
+- scan: ``glance`` (stat every file against the stat cache; a first pass reads and
+  BLAKE3-hashes every file there) and ``read_whole`` (the view; reading again only files the
+  cache vouched for); scan_store inside,
 - detectors: ``run_detectors`` (parses frontmatter lazily), each detector's ``detect`` inside,
 - proposals: ``make_proposal`` (build files, validate, git diff, verify, change key),
   with ``build``, ``unified_diff``, ``verify`` and ``key_of`` inside,
@@ -31,9 +33,11 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import daemon.db.engine as engine_module  # noqa: E402
+import daemon.planners.base as planners  # noqa: E402
 import daemon.service.passes as passes  # noqa: E402
 import daemon.service.proposing as proposing  # noqa: E402
 import daemon.service.workspace as workspace  # noqa: E402
+import daemon.stores.port as port  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402
 from daemon.core.view import StoreView  # noqa: E402
 from daemon.planners.base import DEFAULT_DETECTORS  # noqa: E402
@@ -66,9 +70,11 @@ class Timers:
 def instrument() -> Timers:
     timers = Timers()
     timers.wrap(engine_module, "open_engine", "db_open")
-    timers.wrap(passes, "observe", "scan")
-    timers.wrap(workspace, "scan_store", "scan_store")
-    timers.wrap(passes, "run_detectors", "detectors")
+    timers.wrap(passes, "glance", "scan")
+    timers.wrap(passes, "read_whole", "scan")
+    timers.wrap(workspace, "scan_store", "scan_store")  # the glance's
+    timers.wrap(port, "scan_store", "scan_store")  # read_whole's, when the glance did not read every file
+    timers.wrap(planners, "run_detectors", "detectors")  # passes imports it from there at call time
     for detector in DEFAULT_DETECTORS:
         timers.wrap(type(detector), "detect", f"detector:{detector.name}")
     timers.wrap(StoreView, "references_in", "references")  # the reference graph, and the notes a build rewrites

@@ -118,6 +118,34 @@ def manifest_entries(conn: Connection, store_id: int, manifest_id: int) -> dict[
     return {r.path: r.blob_hash for r in rows}
 
 
+# the stat cache ---------------------------------------------------------------------
+
+StatRow = tuple[int, int, int, int, str, int]  # size, mtime_ns, ino, ctime_ns, blob hash, scanned_ns
+_STAT_COLUMNS = ("size", "mtime_ns", "ino", "ctime_ns", "blob_hash", "scanned_ns")
+_INT64 = 1 << 64
+
+
+def stat_cache(conn: Connection, store_id: int) -> dict[str, StatRow]:
+    """Path -> what the last pass that read the file saw of it (see stores/statcache.py)."""
+    c = t.stat_cache.c
+    rows = conn.execute(select(c.path, c.size, c.mtime_ns, c.ino, c.ctime_ns, c.blob_hash, c.scanned_ns).where(c.store_id == store_id)).all()
+    return {r[0]: (r[1], r[2], r[3] % _INT64, r[4], r[5], r[6]) for r in rows}
+
+
+def save_stat_cache(conn: Connection, store_id: int, rows: Mapping[str, StatRow], gone: Iterable[str] = ()) -> None:
+    """Write these rows (replacing a path's old one) and drop the rows of paths in ``gone``.
+    Every row's blob must be stored already (a foreign key says so)."""
+    c = t.stat_cache.c
+    paths = sorted({*rows, *gone})
+    for i in range(0, len(paths), 500):
+        conn.execute(t.stat_cache.delete().where(c.store_id == store_id, c.path.in_(paths[i : i + 500])))
+    if rows:
+        values = [{"store_id": store_id, "path": p, **dict(zip(_STAT_COLUMNS, row, strict=True))} for p, row in rows.items()]
+        for value in values:  # a 64-bit inode number above the signed range, as its two's complement
+            value["ino"] = value["ino"] - _INT64 if value["ino"] >= 1 << 63 else value["ino"]
+        conn.execute(insert(t.stat_cache), values)
+
+
 def add_snapshot(conn: Connection, store_id: int, manifest_id: int, reason: str, now: dt.datetime, *, pass_id: int | None = None, proposal_id: int | None = None) -> int:
     return int(
         conn.execute(

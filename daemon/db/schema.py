@@ -14,6 +14,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -279,4 +280,21 @@ model_calls = Table(
     Column("redactions", Integer, nullable=False),
     Column("notes", JSON, nullable=False),  # {"v": 1, "paths": [...]}
     Column("error", Text),
+)
+
+# The stat cache (see stores/statcache.py): per file of a store, its stat and hash when a
+# pass last read it, so the next pass reads only what changed. A row is written in the
+# transaction that stores (or already holds) the file's blob. Nanosecond times and inode
+# numbers need 64 bits; an inode above 2**63 is kept as its two's-complement value.
+stat_cache = Table(
+    "stat_cache",
+    metadata,
+    Column("store_id", Integer, ForeignKey("stores.id"), primary_key=True),
+    Column("path", Text, primary_key=True),
+    Column("size", BigInteger, nullable=False),
+    Column("mtime_ns", BigInteger, nullable=False),
+    Column("ino", BigInteger, nullable=False),
+    Column("ctime_ns", BigInteger, nullable=False),
+    Column("blob_hash", HASH, ForeignKey("blobs.hash"), nullable=False),
+    Column("scanned_ns", BigInteger, nullable=False),  # wall clock when the scan that read it began
 )

@@ -18,8 +18,9 @@ from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.stores.paths import StoreRoots, open_roots
+from daemon.stores import port
 from daemon.stores.scan import ScanResult, scan_store
+from daemon.stores.statcache import Seen
 
 
 def resolve_store(app: App, name: str | None = None, path: str | None = None, preset: str | None = None) -> StoreConfig:
@@ -133,7 +134,7 @@ def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime
     return repo.ensure_store(conn, store.name, root, store.preset, now, identity)
 
 
-def identity_text(roots: StoreRoots) -> str:
+def identity_text(roots: port.Roots) -> str:
     dev, ino = roots.identity or (0, 0)
     return f"{dev}:{ino}"
 
@@ -148,7 +149,7 @@ def _same_folder(name: str, row: Any, root: str, identity: str) -> None:
         )
 
 
-def registered_roots(app: App, store_id: int, store: StoreConfig) -> StoreRoots:
+def registered_roots(app: App, store_id: int, store: StoreConfig) -> port.Roots:
     """The store's roots for a write (apply, revert, recovery, resolve), refused when its
     folder is not the one registered."""
     roots = roots_of(store)
@@ -175,9 +176,9 @@ def store_config_for_id(app: App, conn: Connection, store_id: int) -> StoreConfi
     return adhoc_store(row.root, row.preset)
 
 
-def roots_of(store: StoreConfig) -> StoreRoots:
-    """The store's notes root and archive root, resolved now (StoreError when unusable)."""
-    return open_roots(store.root, store.settings.archive_root)
+def roots_of(store: StoreConfig) -> port.Roots:
+    """The store's notes root and archive root (or its database), resolved now (StoreError when unusable)."""
+    return port.open_roots(store.root, store.settings)
 
 
 @dataclass(frozen=True)
@@ -188,10 +189,39 @@ class Observed:
     view: StoreView
 
 
-def observe(store: StoreConfig, roots: StoreRoots | None = None) -> Observed:
+def observe(store: StoreConfig, roots: port.Roots | None = None) -> Observed:
     """Scan the store (through ``roots`` when the caller checked them against its registration)."""
-    scan = scan_store(roots or roots_of(store), store.settings)
+    scan = port.scan(roots or roots_of(store), store.settings)
     return Observed(scan, make_view(scan, store))
+
+
+def glance(app: App, store_id: int, store: StoreConfig, roots: port.Roots) -> tuple[ScanResult, dict[str, Seen]]:
+    """The store as far as telling "nothing changed" needs it, and the stat cache it was
+    read with: a file unchanged since a pass read it is not read or hashed again (see
+    stores/statcache.py). A record store is one database file, read whole."""
+    if port.is_records(roots):
+        return port.scan(roots, store.settings), {}
+    with app.engine().connect() as conn:
+        seen = {path: Seen._make(row) for path, row in repo.stat_cache(conn, store_id).items()}
+    return scan_store(roots, store.settings, seen), seen
+
+
+def read_whole(store: StoreConfig, roots: port.Roots, glanced: ScanResult) -> Observed:
+    """The store as planning needs it, every file read from its bytes: the glance itself when
+    it read every file (a first pass, a cold cache), else a new scan; planning takes no
+    hash on the stat cache's word."""
+    scan = glanced if glanced.vouched == 0 else port.scan(roots, store.settings)
+    return Observed(scan, make_view(scan, store))
+
+
+def remember_stats(conn: Connection, store_id: int, scan: ScanResult, seen: dict[str, Seen]) -> None:
+    """Bring the stat cache to what ``scan`` saw, writing only rows that changed; in the
+    transaction that stores the scan's blobs (or after a pass that found them all stored)."""
+    if port.is_records(scan.roots):
+        return
+    rows, gone = scan.stat_changes(seen)
+    if rows or gone:
+        repo.save_stat_cache(conn, store_id, rows, gone)
 
 
 def make_view(scan: ScanResult, store: StoreConfig) -> StoreView:

@@ -3,6 +3,10 @@
 A scan is the snapshot every proposal is built from, so it must never read outside
 the store (symlinks are skipped, never followed), never hang (FIFOs are opened
 non-blocking and not read), and never fail on one bad file (it is reported instead).
+
+Given what an earlier scan saw (``seen``, see ``statcache``), a file whose stat still
+matches is not read or hashed: its entry takes the recorded hash, and its bytes are read
+only if someone asks for them (through the store's folder descriptors, hash checked).
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 import errno
 import os
 import stat
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
@@ -17,10 +23,11 @@ from pathlib import Path
 
 from daemon.core.errors import StoreError
 from daemon.core.hashing import hash_bytes, root_hash
-from daemon.stores.files import READ_FLAGS, is_temp_name, read_fd
+from daemon.stores.files import READ_FLAGS, is_temp_name, read_fd, read_file
 from daemon.stores.folders import DIR_FLAGS, open_root
 from daemon.stores.paths import StoreRoots, open_roots
 from daemon.stores.presets import StoreSettings
+from daemon.stores.statcache import Seen, vouches
 
 NEVER_SCANNED = (".git",)  # a repository's own folder is never notes, whoever lists it
 
@@ -32,17 +39,39 @@ _OPEN_ERRORS: dict[int | None, str] = {errno.ELOOP: "symlink", errno.ENOTDIR: "s
 
 @dataclass(frozen=True)
 class FileEntry:
-    """One file as scanned: its store-relative path, bytes and BLAKE3 hash."""
+    """One file as scanned: its store-relative path, BLAKE3 hash and stat, and its bytes.
+
+    ``read`` holds the bytes when this scan read them; None when the stat cache vouched for
+    the file, and then ``data`` reads them on first use from ``roots``, refusing bytes that
+    no longer have ``hash``.
+    """
 
     path: str
-    data: bytes
     hash: str
     size: int
     mtime_ns: int
+    ino: int
+    ctime_ns: int
+    read: bytes | None = field(default=None, repr=False)
+    roots: StoreRoots | None = field(default=None, repr=False, compare=False)
+
+    @cached_property
+    def data(self) -> bytes:
+        if self.read is not None:
+            return self.read
+        assert self.roots is not None  # an entry is either read or vouched for, with its roots
+        data = read_file(self.roots, self.path)
+        if data is None or hash_bytes(data) != self.hash:
+            raise StoreError(f"{self.path} changed after the scan vouched for it; nothing was planned from it", hint="the next pass reads it again")
+        return data
 
     @property
     def text(self) -> str:
         return self.data.decode("utf-8")
+
+    def seen(self, scanned_ns: int) -> Seen:
+        """What the stat cache records of this file, read by a scan that began at ``scanned_ns``."""
+        return Seen(self.size, self.mtime_ns, self.ino, self.ctime_ns, self.hash, scanned_ns)
 
 
 @dataclass(frozen=True)
@@ -62,6 +91,7 @@ class ScanResult:
     archived: dict[str, FileEntry]
     notes: dict[str, FileEntry]
     skipped: list[Skipped]
+    started_ns: int = 0  # wall clock when the scan began: what makes a file racily clean
 
     @property
     def root(self) -> Path:
@@ -76,16 +106,38 @@ class ScanResult:
     def root_hash(self) -> str:
         return root_hash(self.manifest)
 
+    @property
+    def vouched(self) -> int:
+        """How many files the stat cache vouched for (not read by this scan)."""
+        return sum(1 for entry in (self.files | self.archived).values() if entry.read is None)
 
-def scan_store(root: StoreRoots | Path, settings: StoreSettings) -> ScanResult:
+    def stat_changes(self, seen: Mapping[str, Seen]) -> tuple[dict[str, Seen], list[str]]:
+        """What the stat cache must change after this scan: rows for the files it read whose
+        trusted row no longer holds (or that had none), and the paths no longer there. A
+        vouched file's row stands, so a pass over an unchanged store changes nothing."""
+        rows = {}
+        for path, entry in (self.files | self.archived).items():
+            if entry.read is None:
+                continue
+            old = seen.get(path)
+            if old is None or not old.trusted() or old != entry.seen(old.scanned_ns):
+                rows[path] = entry.seen(self.started_ns)
+        present = self.files.keys() | self.archived.keys()
+        return rows, sorted(path for path in seen if path not in present)
+
+
+def scan_store(root: StoreRoots | Path, settings: StoreSettings, seen: Mapping[str, Seen] | None = None, started_ns: int | None = None) -> ScanResult:
     """Read the store; StoreError only if a root itself cannot be read.
 
     The notes root is walked as the agent lists it (flat or recursive, dot-folders or not);
     ``.git``, excluded paths and our own atomic-write temp files are left out silently.
     The archive root's files go to ``archived``. Symlinks are reported, never followed.
+    A file ``seen`` vouches for (``statcache.vouches``) is not read. ``started_ns``: the
+    wall clock now (``time.time_ns()`` unless given).
     """
     roots = root if isinstance(root, StoreRoots) else open_roots(root, settings.archive_root)
-    walk = _Walk(settings, roots)
+    walk = _Walk(settings, roots, seen or {})
+    started_ns = time.time_ns() if started_ns is None else started_ns
     walk.folder(roots.notes, "", walk.files, "store")
     if roots.beside and roots.archive.is_dir():
         walk.folder(roots.archive, roots.archive_prefix + "/", walk.archived, "archive")
@@ -96,6 +148,7 @@ def scan_store(root: StoreRoots | Path, settings: StoreSettings) -> ScanResult:
         archived=dict(sorted(walk.archived.items())),
         notes={path: entry for path, entry in files.items() if settings.is_note(path)},
         skipped=sorted(walk.skipped, key=attrgetter("path")),
+        started_ns=started_ns,
     )
 
 
@@ -105,6 +158,7 @@ class _Walk:
 
     settings: StoreSettings
     roots: StoreRoots
+    seen: Mapping[str, Seen]
     files: dict[str, FileEntry] = field(default_factory=dict)
     archived: dict[str, FileEntry] = field(default_factory=dict)
     skipped: list[Skipped] = field(default_factory=list)
@@ -157,11 +211,24 @@ class _Walk:
         elif not entry.is_file(follow_symlinks=False):
             self.skipped.append(Skipped(rel, "special-file"))
         elif not is_temp_name(entry.name):
-            result = _read_entry(fd, entry.name, rel, self.settings.max_file_bytes)
+            result = self._vouched(entry, rel) or _read_entry(fd, entry.name, rel, self.settings.max_file_bytes)
             if isinstance(result, FileEntry):
                 target[rel] = result
             elif result is not None:
                 self.skipped.append(result)
+
+    def _vouched(self, entry: os.DirEntry[str], rel: str) -> FileEntry | None:
+        """The file's entry from the stat cache, when it vouches for the file (no read)."""
+        seen = self.seen.get(rel)
+        if seen is None:
+            return None
+        try:
+            info = entry.stat(follow_symlinks=False)  # fstatat on the folder's descriptor
+        except OSError:
+            return None
+        if not vouches(seen, info, self.settings.max_file_bytes):
+            return None
+        return FileEntry(rel, seen.hash, info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, roots=self.roots)
 
     def _into(self, rel: str, name: str, target: dict[str, FileEntry]) -> dict[str, FileEntry] | None:
         """Where a subfolder's files go (live files, the archive), or None when it is not read."""
@@ -226,4 +293,4 @@ def _read_entry(folder: int, name: str, rel: str, limit: int) -> FileEntry | Ski
         data.decode("utf-8")
     except UnicodeDecodeError:
         return Skipped(rel, "not-utf8")
-    return FileEntry(rel, data, hash_bytes(data), len(data), info.st_mtime_ns)
+    return FileEntry(rel, hash_bytes(data), len(data), info.st_mtime_ns, info.st_ino, info.st_ctime_ns, read=data)

@@ -1,0 +1,46 @@
+"""Start-up that pays only for what it does: a pass over an unchanged store imports no planner, numpy or diff code."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from daemon.planners.base import DEFAULT_DETECTORS, DetectorSettings, planner_fingerprint
+from daemon.planners.versions import detectors_fingerprint
+
+PLANNING = ("numpy", "daemon.planners.detectors", "unidiff")
+_IMPORTED = re.compile(r"^import time:\s+-?\d+ \|\s+\d+ \|\s*(\S+)$", re.M)
+
+
+def _imported_by_a_pass(store, db_url: str) -> tuple[str, set[str]]:  # noqa: ANN001
+    """One ``dreamd pass`` as its own process: its output, and every module it imported
+    (Python's own ``-X importtime`` report, one line per module, on stderr)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DREAMD_CONFIG", "DREAMD_DB")}
+    args = [sys.executable, "-X", "importtime", "-m", "daemon", "--db", db_url, "pass", "--store", str(store), "--preset", "deepcode", "--summary"]
+    done = subprocess.run(args, capture_output=True, text=True, env=env, check=True, timeout=120)
+    return done.stdout, set(_IMPORTED.findall(done.stderr))
+
+
+@pytest.fixture
+def passed_once(example_store, db_url):  # noqa: ANN001
+    """The example store after a first pass (which plans, and so imports the planners)."""
+    out, modules = _imported_by_a_pass(example_store, db_url)
+    assert "notes" in out and set(PLANNING) <= modules  # the report below does see these imports
+    return example_store
+
+
+def test_a_no_op_pass_imports_no_planner_numpy_or_diff_code(passed_once, db_url):
+    """The second pass finds the store unchanged and never imports numpy, the detectors or unidiff."""
+    out, modules = _imported_by_a_pass(passed_once, db_url)
+    assert "unchanged since the last pass" in out
+    assert sorted(m for m in modules if m.split(".")[0] in PLANNING or m.startswith(PLANNING[1])) == []
+
+
+def test_the_fingerprint_known_without_the_detectors_is_theirs():
+    """versions.DEFAULT_VERSIONS names the detectors DEFAULT_DETECTORS runs, in order, at their versions."""
+    settings = DetectorSettings(near_threshold=0.9)
+    assert detectors_fingerprint(settings) == planner_fingerprint(DEFAULT_DETECTORS, settings)
