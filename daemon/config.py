@@ -22,7 +22,7 @@ from daemon.stores.paths import archive_name
 from daemon.stores.presets import StoreSettings, resolve_settings
 
 _TOP_KEYS = {"db", "stores", "planner", "llm", "limits", "notify"}
-_STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply", "every", "cron", "jitter"}
+_STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply", "every", "cron", "jitter", "workspace"}
 APPLY_MODES = ("never", "accepted")  # whether a pass applies what its policy accepted
 # [llm] and [stores.llm]: how to reach a model. Keys never live here: api_key_env names
 # the environment variable that holds one.
@@ -44,6 +44,7 @@ class StoreConfig:
     policy: Path | None = None  # a policies/*.toml file; None: every proposal waits for a person
     apply: str = "never"  # "accepted": a pass applies what its policy accepted
     schedule: Schedule = field(default_factory=Schedule)  # when ``dreamd run`` passes over it
+    workspace: Path | None = None  # the git repository the notes describe: their citations are checked against it
 
 
 @dataclass(frozen=True)
@@ -186,7 +187,12 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
     if apply == "accepted" and policy is None:
         raise ConfigError(f"{where}: store {entry['name']!r}: apply = \"accepted\" needs a policy")
     schedule = parse_schedule(entry, f"{where}: store {entry['name']!r}")
-    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude, policy=policy, apply=apply, schedule=schedule)
+    workspace = entry.get("workspace")
+    if workspace is not None:
+        if not isinstance(workspace, str) or not workspace.strip():
+            raise ConfigError(f"{where}: store {entry['name']!r}: workspace must be the path of a git repository")
+        workspace = (base / Path(workspace).expanduser()).resolve()  # checked by the pass that reads it, as the store's path is
+    return StoreConfig(name=entry["name"], root=root, preset=entry["preset"], settings=resolved, llm=llm, llm_exclude=exclude, policy=policy, apply=apply, schedule=schedule, workspace=workspace)
 
 
 def _check_disjoint(stores: dict[str, StoreConfig], where: str) -> None:

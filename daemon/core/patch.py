@@ -7,9 +7,7 @@ gives exactly the result bytes, so what a reviewer reads is what apply writes.
 from __future__ import annotations
 
 import re
-
-from unidiff import PatchSet
-from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
+from typing import Any
 
 from daemon.core.errors import DiffError
 
@@ -54,6 +52,8 @@ def _bare(line: bytes) -> bytes:
 
 def _patch_file(source: bytes, hunks) -> bytes:  # noqa: ANN001 - unidiff types
     """Apply hunks to ``source``; untouched regions are copied as slices, never split."""
+    from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
+
     out: list[bytes] = []
     offset, line = 0, 0  # ``offset`` is where 0-based line ``line`` starts
     for hunk in hunks:
@@ -104,8 +104,9 @@ def _git_sections(diff: str) -> tuple[str, dict[str, str]]:
     A header names the path twice, space-separated, which unidiff cannot split when the
     path holds a space ("my note.md"); the ``---``/``+++`` lines name it unambiguously, and
     ``rename from``/``rename to`` name a moved file's two paths. A rename with no edit has
-    no ``---``/``+++`` lines at all: only its header says what moved. Hunk lines never
-    start with these words, so only headers are dropped.
+    no ``---``/``+++`` lines at all: only its header says what moved. Neither has the
+    removal of an empty file; the lines unidiff needs for it are written back from its header.
+    Hunk lines never start with these words, so only headers are dropped.
     """
     lines = diff.split("\n")
     out: list[str] = []
@@ -115,13 +116,17 @@ def _git_sections(diff: str) -> tuple[str, dict[str, str]]:
         if lines[i].startswith("diff --git "):
             j = i + 1
             moved: dict[str, str] = {}
+            deleted = False
             while j < len(lines) and _GIT_EXTENDED.match(lines[j]):
                 found = _RENAME_LINE.fullmatch(lines[j])
                 if found:
                     moved[found.group(1)] = unquote_git(found.group(2))
+                deleted = deleted or lines[j].startswith("deleted file mode ")
                 j += 1
             if set(moved) == {"from", "to"}:
                 renames[moved["to"]] = moved["from"]
+            if deleted and not (j < len(lines) and lines[j].startswith("--- ")):
+                out += _empty_removal(lines[i])
             i = j
             continue
         out.append(lines[i])
@@ -129,14 +134,32 @@ def _git_sections(diff: str) -> tuple[str, dict[str, str]]:
     return "\n".join(out), renames
 
 
+def _empty_removal(header: str) -> list[str]:
+    """``---``/``+++`` lines for a removed empty file, from ``diff --git a/P b/P`` (both halves
+    the same path, as git writes them, quoted or not)."""
+    rest = header[len("diff --git ") :]
+    half = (len(rest) - 1) // 2
+    old, new = rest[:half], rest[half + 1 :]
+    if rest[half : half + 1] != " " or unquote_git(old)[2:] != unquote_git(new)[2:]:
+        raise DiffError(f"cannot read the removed file's name in {header!r}")
+    return [f"--- {old}", "+++ /dev/null"]
+
+
+def _parsed(text: str) -> Any:
+    """The diff parsed by unidiff (imported here: a pass that finds nothing to do parses no diff)."""
+    from unidiff import PatchSet
+
+    try:
+        return PatchSet(text)
+    except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
+        raise DiffError(f"diff does not parse: {exc}") from exc
+
+
 def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]:
     """Apply ``diff`` to ``base`` (path -> bytes, None for absent) and return every file it
     names; a renamed file's old path is in the result as removed."""
     text, renames = _git_sections(diff)
-    try:
-        patch = PatchSet(text)
-    except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
-        raise DiffError(f"diff does not parse: {exc}") from exc
+    patch = _parsed(text)
     results: dict[str, bytes | None] = {}
     for patched in patch:
         source = _strip_prefix(patched.source_file)
@@ -162,10 +185,7 @@ def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]
 def file_stats(diff: str) -> list[tuple[str, int, int]]:
     """Per file of a diff: its path (``old => new`` for a rename), lines added, lines removed."""
     text, renames = _git_sections(diff)
-    try:
-        patch = PatchSet(text)
-    except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
-        raise DiffError(f"diff does not parse: {exc}") from exc
+    patch = _parsed(text)
     stats = []
     for patched in patch:
         target = _strip_prefix(patched.target_file)
@@ -180,13 +200,11 @@ def file_stats(diff: str) -> list[tuple[str, int, int]]:
 def edit_lines(diff: str, path: str) -> tuple[list[str], list[str]]:
     """The lines a diff removes from ``path`` and the lines it adds, in order: what the edit
     is, wherever in the file it lands."""
+    from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_REMOVED
+
     removed: list[str] = []
     added: list[str] = []
-    try:
-        patch = PatchSet(_git_sections(diff)[0])
-    except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
-        raise DiffError(f"diff does not parse: {exc}") from exc
-    for patched in patch:
+    for patched in _parsed(_git_sections(diff)[0]):
         if path in (_strip_prefix(patched.source_file), _strip_prefix(patched.target_file)):
             for hunk in patched:
                 removed += [line.value for line in hunk if line.line_type == LINE_TYPE_REMOVED]

@@ -67,6 +67,7 @@ class ReaderModel:
     required: tuple[str, ...] = ()  # notes the agent's convention needs: never retired
     instructions: tuple[str, ...] = ()  # notes telling the agent how to keep memory: their links are examples
     reads_status: bool = False  # the agent hides notes whose frontmatter says they are retired
+    frontmatter: bool = False  # the agent's notes carry YAML frontmatter it parses as metadata: a key added there is not read as text
     sources: tuple[str, ...] = ()  # where each fact above comes from (version, document, source path)
 
     def sees(self, path: str) -> bool:
@@ -75,4 +76,4 @@ class ReaderModel:
 
 # A store with no agent of its own: markdown notes at any depth outside dot-folders, whose
 # frontmatter status is the reading rule.
-PLAIN = ReaderModel(agent="a reader of frontmatter", listing=Listing(recursive=True, dot_dirs=False), links=(MARKDOWN, WIKI), reads_status=True)
+PLAIN = ReaderModel(agent="a reader of frontmatter", listing=Listing(recursive=True, dot_dirs=False), links=(MARKDOWN, WIKI), reads_status=True, frontmatter=True)

@@ -17,16 +17,20 @@ from daemon.core.errors import ValidationError
 from daemon.core.proposals import Draft
 from daemon.core.view import StoreView, utc
 from daemon.planners.context import Detector, DetectorSettings, PlanContext, source_of
+from daemon.planners.detectors.citation_drift import CitationDrift
 from daemon.planners.detectors.dangling import DanglingReferences
 from daemon.planners.detectors.declared import DeclaredSupersession
 from daemon.planners.detectors.exact import ExactDuplicates
 from daemon.planners.detectors.index_drift import IndexDrift
 from daemon.planners.detectors.index_limit import IndexLimit
 from daemon.planners.detectors.near import NearDuplicates
+from daemon.planners.detectors.status_chain import StatusChains
+from daemon.planners.detectors.stub import StubNotes
 from daemon.planners.detectors.tombstone import TombstonedValues
 from daemon.planners.detectors.ttl import TtlExpiry, due_of
 from daemon.planners.detectors.visible_retired import VisibleRetired
 from daemon.planners.survivor import can_retire
+from daemon.planners.versions import fingerprint_of
 
 __all__ = [
     "DEFAULT_DETECTORS",
@@ -44,6 +48,9 @@ DEFAULT_DETECTORS: tuple[Detector, ...] = (
     NearDuplicates(),
     TtlExpiry(),
     DeclaredSupersession(),
+    StatusChains(),
+    StubNotes(),
+    CitationDrift(),
     IndexDrift(),
     IndexLimit(),
     TombstonedValues(),
@@ -90,12 +97,7 @@ def _rejected(draft: Draft, ctx: PlanContext) -> bool:
 
 def planner_fingerprint(detectors: Sequence[Detector], settings: DetectorSettings) -> str:
     """Detector versions and settings, readable: equal fingerprints plan alike."""
-    names = ",".join(f"{d.name}@{d.version}" for d in detectors)
-    s = settings
-    return (
-        f"{names};thr={s.near_threshold},shingle={s.shingle_size},perm={s.num_perm},"
-        f"lsh={s.lsh_bands}x{s.lsh_rows},min_words={s.min_words},mtime_ttl={int(s.use_mtime_for_ttl)}"
-    )
+    return fingerprint_of(((d.name, d.version) for d in detectors), settings)
 
 
 def earliest_due(view: StoreView, now: dt.datetime, settings: DetectorSettings) -> dt.datetime | None:

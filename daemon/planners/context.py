@@ -7,11 +7,13 @@ import these types without an import cycle; ``base`` re-exports everything here.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from daemon.core.proposals import Draft
 from daemon.core.view import StoreView, utc
+from daemon.planners.citations import CitedFile
 
 # Near-duplicate pairs right at the threshold must still become LSH candidates this often.
 LSH_RECALL = 0.99
@@ -66,6 +68,9 @@ class PlanContext:
     # change keys of proposals people rejected: such drafts are still made (and recorded
     # as suppressed), but later detectors must not plan as if they will happen
     rejected_changes: frozenset[str] = frozenset()
+    # what the store's workspace git says of the files its notes cite (gathered by the
+    # service, see daemon.service.citations); empty when the store names no workspace
+    citations: Mapping[str, CitedFile] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "now", utc(self.now))

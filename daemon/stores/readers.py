@@ -81,6 +81,7 @@ CLAUDE_CODE = ReaderModel(
         line_chars=150,
         sections=BY_TYPE,
     ),
+    frontmatter=True,  # notes are written with name/description/type frontmatter, which the client reads (type under metadata: since 2.1.139)
     sources=(
         "code.claude.com/docs/en/memory: first 200 lines or 25KB of MEMORY.md, whichever comes first",
         "CHANGELOG 2.1.83: MEMORY.md index now truncates at 25KB as well as 200 lines",
@@ -125,4 +126,5 @@ GENERIC = ReaderModel(
     listing=Listing(recursive=True, dot_dirs=False),
     links=(MARKDOWN, WIKI),
     reads_status=True,
+    frontmatter=True,
 )

@@ -20,7 +20,7 @@ from daemon.core.notes import Note
 from daemon.core.proposals import MERGE, Draft
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import first_body_line
-from daemon.planners.merge import additions, merged_data
+from daemon.planners.merge import VOTES, additions, merged_data, with_votes
 from daemon.planners.minhash import Shingler, jaccard
 from daemon.planners.similar import SimilarityStats, connected_groups, similar_pairs
 from daemon.planners.survivor import Choice, choose, ranked
@@ -28,7 +28,7 @@ from daemon.planners.survivor import Choice, choose, ranked
 
 class NearDuplicates:
     name = "near-duplicate"
-    version = 2  # 2: survivors chosen by references and real dates
+    version = 3  # 2: survivors chosen by references and real dates; 3: merged_from votes
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         return self.plan(ctx)[0]
@@ -52,10 +52,12 @@ class NearDuplicates:
             members = sorted(position[n.path] for n in (choice.survivor, *choice.retire))
             score, computed = _lowest(members, found, shingles)
             extra += computed
-            drafts.append(self._draft(choice, added, score, ctx.settings.shingle_size))
+            merged = merged_data(choice.survivor, added)
+            data = with_votes(ctx.view, choice.survivor, choice.retire, merged)
+            drafts.append(self._draft(choice, added, score, ctx.settings.shingle_size, data, voted=data != merged))
         return drafts, replace(stats, comparisons=stats.comparisons + extra)
 
-    def _draft(self, choice: Choice, added: dict[str, list[str]], score: float, size: int) -> Draft:
+    def _draft(self, choice: Choice, added: dict[str, list[str]], score: float, size: int, data: bytes | None, *, voted: bool) -> Draft:  # noqa: PLR0913
         """Evidence: the survivor's first line, and each retired note's first new line."""
         survivor, retire = choice.survivor.path, [n.path for n in choice.retire]
         how = (
@@ -63,6 +65,8 @@ class NearDuplicates:
             if added
             else "it already holds every line of the others"
         )
+        if voted:
+            how += f", and its {VOTES} lists the notes folded into it"
         evidence = [first_body_line(choice.survivor)]
         evidence += [first_body_line(n, added[n.path][0] if n.path in added else None) for n in choice.retire]
         return Draft(
@@ -78,7 +82,7 @@ class NearDuplicates:
             evidence=tuple(e for e in evidence if e),
             retire=tuple(retire),
             survivor=survivor,
-            survivor_data=merged_data(choice.survivor, added),
+            survivor_data=data,
         )
 
 
