@@ -1,6 +1,6 @@
 """Benchmark the LLM part of a pass against the dump-everything prompt (see bench/README.md).
 
-    .venv/bin/python bench/bench_llm.py [--sizes 100,1000,10000] [--counter litellm|chars] [--json out.json] [--profile]
+    .venv/bin/python bench/bench_llm.py [--sizes 14,100,1000,10000] [--tokens-per-call 6000] [--counter litellm|chars] [--json out.json] [--profile]
 
 For each store size, on a generated store (``generate.py``) with a fresh SQLite database
 in a temp dir and ``generate.NOW`` as the clock, with a model that answers every request
@@ -9,6 +9,9 @@ with an empty proposal list (so the figures are about dreamd, not a network or a
 1. pass 1: every note is new to the LLM planner (reported, not a target);
 2. 1% of the notes get one line edited (a deterministic sample), then pass 2;
 3. pass 3 on the unchanged store: it must make exactly 0 model calls.
+
+A store whose notes fit one call is sent whole (the whole-store route); the benchmark reports
+which route each pass took and checks that no call's prompt exceeded ``tokens_per_call``.
 
 Tokens are counted with one counter for everything (``litellm.token_counter`` for
 ``gpt-4o-mini`` by default): the planner's own estimates, the fake model's usage and the
@@ -38,6 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import daemon.planners.llm.planner as planner_module  # noqa: E402
+import daemon.service.llm_pass as llm_pass  # noqa: E402
 import daemon.service.passes as passes  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402
 from daemon.db import repo  # noqa: E402
@@ -175,20 +179,21 @@ def one_pass(app: App, config: Any, client: EmptyReplies, probe: Probe) -> dict[
         "complete": llm.get("complete"), "stopped": llm.get("stopped"), "error": llm.get("error"),
         "groups": plan.groups_total if plan else 0, "notes_sent": len(sent),
         "skipped_groups": len(plan.skipped) if plan else 0, "truncated_notes": len(plan.truncated) if plan else 0,
+        "whole_store": bool(llm.get("whole_store")), "largest_call": max((c.prompt_tokens for c in plan.calls), default=0) if plan else 0,
         "llm_s": probe.seconds.get("llm", 0.0), "select_s": probe.seconds.get("select", 0.0),
         "redact_s": probe.seconds.get("redact", 0.0), "count_s": client.counting - counting_before,
         "model_s": client.seconds - model_before, "proposals": report.count("pending"),
     }  # fmt: skip
 
 
-def run_size(n: int, seed: int, tmp: Path, count: Callable[[str], int], probe: Probe, profile: bool) -> dict[str, Any]:
+def run_size(n: int, seed: int, tmp: Path, count: Callable[[str], int], probe: Probe, profile: bool, per_call: int) -> dict[str, Any]:
     root, db = tmp / f"store-{n}", tmp / f"state-{n}.db"
     start = time.perf_counter()
     planted = generate_store(root, n, seed)
-    out: dict[str, Any] = {"notes": n, "store_mb": planted.total_bytes / 1e6, "generate_s": time.perf_counter() - start}
+    out: dict[str, Any] = {"notes": n, "store_mb": planted.total_bytes / 1e6, "generate_s": time.perf_counter() - start, "tokens_per_call": per_call}
     out["baseline"] = baseline_tokens(root, count)
     client = EmptyReplies(count)
-    settings = ModelSettings(model="bench/empty-replies", tokens_per_call=6000, tokens_per_pass=10**12)
+    settings = ModelSettings(model="bench/empty-replies", tokens_per_call=per_call, tokens_per_pass=10**12)
     config = dataclasses.replace(adhoc_store(root, "deepcode"), llm=settings)
     app = App(Config(), f"sqlite:///{db}", clock=lambda: NOW, model_client=lambda _settings: client)
     app.engine()  # migrations are not part of any pass
@@ -219,7 +224,8 @@ def verdict(ok: bool) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Benchmark the LLM planner's tokens per pass against the dump-everything prompt.")
-    parser.add_argument("--sizes", default="100,1000,10000", help="store sizes, comma-separated (default 100,1000,10000)")
+    parser.add_argument("--sizes", default="14,100,1000,10000", help="store sizes, comma-separated (default 14,100,1000,10000)")
+    parser.add_argument("--tokens-per-call", type=int, default=6000, help="the prompt budget of one call (default 6000)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--counter", choices=("litellm", "chars"), default="litellm", help="token counter for both sides (default litellm)")
     parser.add_argument("--profile", action="store_true", help="run the passes of the largest store under cProfile (slower)")
@@ -229,14 +235,14 @@ def main() -> None:
     sizes = [int(s) for s in args.sizes.split(",")]
     count, counter_name, import_s = make_counter(args.counter)
     probe = Probe()
-    probe.wrap(passes, "plan_with_model", "llm", keep=True)
+    probe.wrap(llm_pass, "plan_with_model", "llm", keep=True)  # passes imports it from there at call time
     probe.wrap(planner_module, "select", "select")
     probe.wrap(planner_module, "redact", "redact")
     out: dict[str, Any] = {"seed": args.seed, "counter": counter_name, "counter_import_s": import_s, "python": sys.version.split()[0], "sizes": []}
     print(f"token counter: {counter_name} (import {import_s:.1f} s, not in any figure)", flush=True)
     with tempfile.TemporaryDirectory(prefix="dreamd-bench-llm-") as tmp:
         for n in sizes:
-            result = run_size(n, args.seed, Path(tmp), count, probe, args.profile and n == max(sizes))
+            result = run_size(n, args.seed, Path(tmp), count, probe, args.profile and n == max(sizes), args.tokens_per_call)
             out["sizes"].append(result)
             print(f"  {n} notes done: passes {result['pass1']['wall_s']:.1f} s, {result['pass2']['wall_s']:.1f} s, {result['pass3']['wall_s']:.1f} s", flush=True)
     ok = report(out, max(sizes))
@@ -262,6 +268,9 @@ def report(out: dict[str, Any], largest: int) -> bool:
         for key, title in (("pass1", "pass 1, all notes new"), ("pass2", f"pass 2, {r['edited']} notes edited"), ("pass3", "pass 3, unchanged")):
             p = r[key]
             add(f"  {title}", f"{p['model_calls']:,} calls, {p['prompt_tokens']:,} prompt + {p['completion_tokens']:,} completion tokens [{p['status']}]")
+            if p["status"] != "skipped" and p["model_calls"]:
+                add("    route / largest call's prompt", f"{'whole store' if p['whole_store'] else 'candidate groups'} / {p['largest_call']:,} tokens",
+                    f"<= {r['tokens_per_call']:,}", p["largest_call"] <= r["tokens_per_call"])  # fmt: skip
             if p["status"] != "skipped":
                 add("    wall: whole pass / its LLM part", f"{p['wall_s']:.2f} s / {p['llm_s']:.2f} s")
                 add("    in the LLM part: selection / redaction / counting / fake model",

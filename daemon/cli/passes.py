@@ -23,8 +23,10 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
 
     With --all (made for crontab): a pass over every configured store; prints nothing when
     nothing waits for review, else one line per store that has proposals pending. Exit 0;
-    11 when a store's pass failed (the others still ran); 12 when a store was skipped
-    because another run holds it (a single store's pass exits 12 then too).
+    11 when a store's pass failed or a model call of it failed (the others still ran); 12
+    when a store was skipped because another run holds it (a single store's pass exits 12
+    then too). A single store's pass exits 7 when a model call failed: the pass and the
+    detectors' proposals are recorded, and the notes of that call are sent again next pass.
     """
     from daemon.service.passes import run_pass
     from daemon.service.workspace import resolve_store
@@ -60,6 +62,8 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
         say(report.summary(label), err=report.status == "busy")
     if report.status == "busy":
         raise click.exceptions.Exit(12)
+    if report.model_failure:
+        raise click.exceptions.Exit(7)  # a model call failed: its notes wait for the next pass
 
 
 def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
@@ -84,6 +88,9 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
                 summary.append({"store": name, "status": "failed", "error": str(exc)})
                 continue
             busy += report.status == "busy"
+            if report.model_failure:
+                failed += 1
+                said.append((f"{name}: LLM part incomplete: {report.model_failure}", True))
             pending = report.count("pending") if dry_run else store_status(app, name)["proposals"].get("pending", 0)
             summary.append({"store": name, "status": report.status, "new": report.count("pending"), "pending": pending, "busy": report.busy})
             if report.status == "busy" and not as_json:

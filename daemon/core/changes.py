@@ -16,7 +16,7 @@ from typing import Any
 from daemon.core import frontmatter, index, references
 from daemon.core.errors import ValidationError
 from daemon.core.hashing import hash_bytes
-from daemon.core.notes import EXPIRED, SUPERSEDED
+from daemon.core.notes import EXPIRED, SUPERSEDED, Note
 from daemon.core.proposals import MERGE, RELINK, RELOCATE, RETIRING, SOFT_EXPIRE, Change, Draft, ReadFacts, change_key
 from daemon.core.view import ARCHIVE, DEFAULT_ARCHIVE_DIR, StoreView
 
@@ -68,8 +68,9 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
     """
     after: dict[str, bytes | None] = {}
     read: set[str] = set(draft.notes)
+    created = {path for path, _ in draft.create}
     for path in (*draft.notes, *draft.index_add):  # before anything reads them
-        if path not in view.notes:
+        if path not in view.notes and path not in created:
             raise ValidationError(f"names {path}, which is not a note of this store")
 
     if draft.kind == MERGE and draft.survivor_data is not None:
@@ -132,7 +133,7 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
     before = "".join(parsed.lines)
     drop = gone | set(draft.index_drop)
     lines = index.drop_lines(spec, parsed, drop) if drop else parsed.lines
-    adds = [new_entry(view, p) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
+    adds = [new_entry(view, p, _note_of(draft, view, p)) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
     if lines is parsed.lines and not adds and not draft.index_compact:
         return None, {}
     base, shortened = "".join(lines), 0
@@ -172,19 +173,26 @@ def _index_facts(spec: index.IndexSpec, view: StoreView, before: str, after: str
 
 
 def _survivor_entry(draft: Draft, view: StoreView, gone: set[str]) -> tuple[str, ...]:
-    """The survivor of a merge or supersession, when it takes over a retired note's entry."""
+    """The survivor of a merge or supersession, when it takes over a retired note's entry
+    (a merge's new note included)."""
     survivor = draft.survivor
     if draft.kind not in RETIRING or survivor is None or survivor in gone:
         return ()
     listed = view.parsed_index.by_path
     if survivor in listed or not any(p in listed for p in gone):
         return ()
-    return (survivor,) if view.should_list(view.notes[survivor]) else ()
+    return (survivor,) if view.should_list(_note_of(draft, view, survivor)) else ()
 
 
-def new_entry(view: StoreView, path: str) -> index.NewEntry:
+def _note_of(draft: Draft, view: StoreView, path: str) -> Note:
+    """The note at ``path`` as the change leaves it: a note the draft creates, or the store's."""
+    made = dict(draft.create).get(path)
+    return Note(path, made, hash_bytes(made)) if made is not None else view.notes[path]
+
+
+def new_entry(view: StoreView, path: str, note: Note | None = None) -> index.NewEntry:
     """The index entry a note gets: its title, description and the section it belongs in."""
-    note = view.notes[path]
+    note = note if note is not None else view.notes[path]
     spec = view.index
     section = None
     if spec is not None and spec.sections == index.BY_STATUS:
@@ -224,8 +232,8 @@ def key_of(draft: Draft, view: StoreView) -> str:
     resurrect a rejected merge; reindex drafts are keyed on the entries they add and drop
     instead, relink drafts on what they repoint.
     """
-    if draft.kind == MERGE:  # which notes merge, whichever survives: a rejection must not come back reversed
-        return change_key(MERGE, {p: view.notes[p].hash for p in sorted(draft.notes)}, {}, ("group",))
+    if draft.kind == MERGE:  # which notes merge, whichever survives (a new note too): a rejection must not come back reversed
+        return change_key(MERGE, {p: view.notes[p].hash for p in sorted(draft.notes) if p in view.notes}, {}, ("group",))
     canonical = build(dataclasses.replace(draft, reason=""), view, KEY_EPOCH, with_index=False)  # reasons cite dates from file times
     own = set(draft.notes) | {p for p in canonical.result if p.startswith(view.archive_dir + "/")}
     keep = (lambda p: True) if draft.kind == RELINK else own.__contains__

@@ -59,15 +59,18 @@ def check_transition(current: str, new: str, proposal_id: int | None = None) -> 
 
 @dataclass(frozen=True)
 class Evidence:
-    """Which lines of which note support a proposal."""
+    """Which lines of which note support a proposal. ``derived``: dreamd chose these lines
+    (the model's own quote was not in the note), so the planner lowered the confidence."""
 
     path: str
     start: int
     end: int
     quote: str
+    derived: bool = False
 
     def as_dict(self) -> dict[str, object]:
-        return {"path": self.path, "start": self.start, "end": self.end, "quote": self.quote}
+        plain: dict[str, object] = {"path": self.path, "start": self.start, "end": self.end, "quote": self.quote}
+        return {**plain, "derived": True} if self.derived else plain
 
 
 @dataclass(frozen=True)

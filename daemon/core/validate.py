@@ -90,9 +90,14 @@ def _reindex_only_index(draft: Draft, change: Change, view: StoreView) -> str | 
         touched = set(change.written) - {path for path, _ in draft.create}
         if view.index is None or touched - {view.index.path}:
             return "a reindex may change the index only"
-    elif draft.create:
-        return f"only a reindex may create notes, not a {draft.kind}"
+    elif draft.create and not _merge_into_new(draft):
+        return f"only a reindex, or a merge into a new note, may create notes, not this {draft.kind}"
     return None
+
+
+def _merge_into_new(draft: Draft) -> bool:
+    """A merge whose survivor is the one note it creates (a topical merge into a new note)."""
+    return draft.kind == MERGE and len(draft.create) == 1 and draft.create[0][0] == draft.survivor
 
 
 def _relink_edits_only(draft: Draft, change: Change, view: StoreView) -> str | None:
@@ -119,12 +124,17 @@ def _relocate_moves_only(draft: Draft, change: Change, view: StoreView) -> str |
 
 def _writes_in_scope(draft: Draft, change: Change, view: StoreView) -> str | None:
     """New files may appear only in the archive folder, or as notes the agent lists and the
-    index names (a reindex's records)."""
+    index names (a reindex's records), or as the note a merge folds its notes into, which the
+    agent sees and which takes over their index entries."""
     created = {path for path, _ in draft.create}
     for path in change.written:
         if change.base.get(path) is None and not path.startswith(view.archive_dir + "/"):
             if path not in created:
                 return f"would create {path} outside the archive folder"
+            if _merge_into_new(draft):
+                if not view.reader.sees(path) or view.is_protected(path) or view.is_index(path):
+                    return f"would create {path}, which the agent would not read as a note"
+                continue
             if not view.reader.sees(path) or (view.index is not None and path not in view.parsed_index.by_path and not _names_it(view, path)):
                 return f"would create {path}, which the agent would not list or the index does not name"
     return None

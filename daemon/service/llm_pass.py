@@ -1,7 +1,9 @@
 """The model-backed part of a pass: what to send, the planner call, and what it cost.
 
 Only notes changed since the last complete LLM pass (and notes falling due) seed the
-candidate groups, so an unchanged store costs zero model calls. Everything the model
+candidate groups, so an unchanged store costs zero model calls. A model call that fails
+(a reply still unusable after its repair, a refusal, a cut-off reply) leaves the LLM part
+incomplete, with the reason: its notes stay due for the next pass. Everything the model
 proposes goes through the planner's own checks and then the same build, validation and
 diff proof as a detector's draft. Nothing here writes a store.
 """
@@ -39,6 +41,24 @@ class LLMOutcome:
     def refusals(self) -> list[Any]:
         return list(self.plan.refusals) if self.plan is not None else []
 
+    @property
+    def incomplete(self) -> str | None:
+        """Why the model part did not plan every note it should have (None: it did)."""
+        if self.error is not None:
+            return self.error
+        failed = [c for c in self.calls if c.status == _failed()]
+        if failed:
+            made = len(self.calls)
+            return (
+                f"{len(failed)} of {made} model call{'s' if made != 1 else ''} failed ({failed[0].error}); "
+                "their notes are sent again at the next pass"
+            )
+        return getattr(self.plan, "stopped", None)
+
+    @property
+    def failed_calls(self) -> int:
+        return sum(1 for c in self.calls if c.status == _failed())
+
     def stats(self) -> dict[str, Any]:
         calls = self.calls
         plan = self.plan
@@ -49,18 +69,29 @@ class LLMOutcome:
             "cost": None if any(c.cost is None for c in calls) or not calls else round(sum(c.cost for c in calls), 6),
             "changed_notes": self.changed,
             "stopped": getattr(plan, "stopped", None),
-            "complete": self.error is None and getattr(plan, "stopped", None) is None,
+            "complete": self.incomplete is None,
+            "incomplete": self.incomplete,
+            "failed_calls": self.failed_calls,
+            "whole_store": bool(getattr(plan, "whole_store", False)),
             "flagged": [{"path": p, "reason": r} for p, r in getattr(plan, "flagged", [])],
             "error": self.error,
         }
+
+
+def _failed() -> str:
+    """The status of a failed call (the planner is imported only when a model is configured)."""
+    from daemon.planners.llm.records import FAILED
+
+    return FAILED
 
 
 def changed_since_last_llm_pass(conn: Connection, store_id: int, view: StoreView) -> set[str]:
     """Notes the model has not yet seen as they are now.
 
     Changed since the last pass whose LLM part completed, minus notes already sent by a
-    later, unfinished LLM part (budget stop, failure) whose bytes have not changed since:
-    a pass stopped at its budget goes on where it stopped instead of starting over.
+    later, unfinished LLM part (budget stop, failure) in a call that succeeded, whose bytes
+    have not changed since: a pass stopped at its budget goes on where it stopped instead of
+    starting over, and the notes of a failed call are sent again.
     """
     baseline: dict[str, str] | None = None
     sent: dict[str, str | None] = {}  # path -> its hash when an unfinished pass sent it
@@ -74,6 +105,8 @@ def changed_since_last_llm_pass(conn: Connection, store_id: int, view: StoreView
             baseline = seen
             break
         for call in repo.model_calls(conn, store_id, row.id):
+            if call.status == _failed():
+                continue  # its reply was not used: its notes are still to be planned
             for path in call.notes.get("paths", []):
                 sent.setdefault(path, seen.get(path))
     return {

@@ -30,10 +30,21 @@ def _merge_reply(survivor="build.md", other="build-howto.md", body=MERGED, dropp
     }]})  # fmt: skip
 
 
-def _setup(make_store, make_app, model, **files):
+def _room(tokens: int) -> int:
+    """A tokens_per_call with ``tokens`` left for notes after the prompt's own size."""
+    from daemon.llm.base import ModelSettings
+    from daemon.planners.llm.planner import LLMPlanner
+    from daemon.planners.llm.prompts import PromptBatch, load_templates
+
+    empty = load_templates().render(PromptBatch((), (), "2026-06-01", {}))
+    planner = LLMPlanner(FakeModel(), ModelSettings(model="openai/test-model"), lambda text: len(text) // 4)
+    return planner._estimate(empty.system, empty.user) + tokens
+
+
+def _setup(make_store, make_app, model, llm=None, **files):
     notes = {"build.md": BUILD, "build-howto.md": BUILD_AGAIN, "colours.md": COLOURS, **files}
     root = make_store(notes)
-    config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
+    config = parse_config({"llm": {"model": "openai/test-model", **(llm or {})}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
     app = make_app(config)
     app.model_client = lambda settings: model
     return root, app, config.stores["s"]
@@ -71,9 +82,9 @@ def test_an_unchanged_store_makes_zero_model_calls(make_store, make_app, clock):
 
 
 def test_only_groups_with_a_changed_note_are_sent(make_store, make_app, clock):
-    """After one note changes, the next call is about that note and its neighbours, not the unrelated one."""
+    """In a store too big for one call, after one note changes the next call is about that note and its neighbours, not the unrelated one."""
     model = FakeModel().enqueue(json.dumps({"v": 1, "proposals": []}))
-    root, app, store = _setup(make_store, make_app, model)
+    root, app, store = _setup(make_store, make_app, model, llm={"tokens_per_call": _room(140)})
     run_pass(app, store)
     first = {key for r in model.requests for key in r.key.split("|")}
     (root / "build-howto.md").write_text(BUILD_AGAIN + "Lint runs on every push.\n")
@@ -186,10 +197,11 @@ def test_a_pass_stopped_at_its_budget_goes_on_where_it_stopped(make_store, make_
     empty = json.dumps({"v": 1, "proposals": []})
     model = FakeModel()
     for _ in range(10):
-        model.enqueue(empty, prompt_tokens=1400, completion_tokens=5)
+        model.enqueue(empty, prompt_tokens=_room(140), completion_tokens=5)
     notes = {"build.md": BUILD, "build-howto.md": BUILD_AGAIN, "status-1.md": "# Week 1 status\nExporter wired.\n", "status-2.md": "# Week 2 status\nExporter tested.\n"}
     root = make_store(notes)
-    config = parse_config({"llm": {"model": "openai/test-model", "tokens_per_call": 1400, "tokens_per_pass": 1600, "max_output_tokens": 100}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
+    per_call = _room(140)  # the related pairs fit a call, the whole store does not
+    config = parse_config({"llm": {"model": "openai/test-model", "tokens_per_call": per_call, "tokens_per_pass": per_call + 200, "max_output_tokens": 100}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
     app = make_app(config)
     app.model_client = lambda settings: model
     keys, statuses = [], []
@@ -220,7 +232,7 @@ def test_a_pinned_note_past_its_expiry_is_never_sent_as_falling_due(make_store, 
     """Only a note that may be retired can fall due: a pinned one would cost a call whose only
     possible proposal validation refuses."""
     pinned = "---\npinned: true\nexpires: 2020-01-01\n---\n# Rules\nNever force-push to main.\n"
-    root = make_store({"rules.md": pinned, "palette.md": COLOURS})
+    root = make_store({"rules.md": pinned, "palette.md": "---\nprivate: true\n---\n" + COLOURS})  # the pinned note is all a model may see
     config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
     app = make_app(config)
     app.model_client = lambda settings: FakeModel()  # any call would find no reply queued

@@ -5,10 +5,16 @@ makes an unchanged store cost money. Instead, related notes form small groups an
 groups holding a note that changed (or fell due) since the last LLM pass are sent:
 no change, no group, no call.
 
+A store that fits one call is sent whole instead (``whole``); these groups are for stores
+that do not, and ride along as hints when it does.
+
 Notes are related when they are loose near-duplicates (word-set Jaccard >= 0.5 with the
 same MinHash machinery as the deterministic detector, which wants >= 0.8 of 5-word
-phrases), share a title, a tag, a cited file or URL or a file-name stem, are both dated
-status/progress/checkpoint notes, or when one is a changed note's nearest neighbour.
+phrases), share a title, a tag, a cited file or URL or a file-name stem, belong to one dated
+or numbered series (``week7``, ``week8``; newest first), are both dated
+status/progress/checkpoint notes, share rare terms of one topic (``topics``: BM25-like
+weights, headings, titles and file names counting double), or when one is a changed
+note's nearest neighbour.
 
 Never sent: notes with ``private: true`` and notes the store's exclude globs match. Pinned
 notes may be sent (a merge may keep one as survivor); proposals that would change them are
@@ -30,6 +36,7 @@ from daemon.core.view import StoreView
 from daemon.planners.context import DetectorSettings
 from daemon.planners.minhash import MinHasher, Shingler, jaccard
 from daemon.planners.similar import connected_groups
+from daemon.planners.llm.topics import terms, topical_neighbours
 from daemon.planners.survivor import note_time
 
 MAX_GROUP = 8
@@ -39,6 +46,9 @@ LOOSE_THRESHOLD = 0.5
 MIN_NEIGHBOUR = 0.3  # estimated word-set Jaccard below which a "nearest" note is unrelated
 # (0.2 let in unrelated notes that merely share common words)
 STATUS = "dated status notes"
+SERIES = "a dated or numbered series"
+TOPIC = "shared rare terms"
+NEWEST_FIRST = (STATUS, SERIES)  # relations whose members are ranked by time, not similarity
 _MARGIN = 0.15  # > 3 standard deviations of a 128-permutation estimate near 0.5
 
 _PUNCT = str.maketrans({c: " " for c in string.punctuation})
@@ -114,7 +124,10 @@ def _keys(note: Note) -> Iterable[tuple[str, str]]:
         yield "same title", title
     stem = _stem(note.path)
     if stem:
-        yield "same file name", stem
+        numbered = any(c.isdigit() for c in note.path.rsplit("/", 1)[-1])
+        yield (SERIES if numbered else "same file name"), stem
+    if title and any(c.isdigit() for c in title) and _stem(title):
+        yield SERIES, f"title: {_stem(title)}"
     tags = note.meta.get("tags")
     listed = tags if isinstance(tags, list) else tags.replace(",", " ").split() if isinstance(tags, str) else []
     for tag in listed:
@@ -150,7 +163,8 @@ def select(
     paths = [n.path for n in pool]
     at = {p: i for i, p in enumerate(paths)}
     shingler, hasher = Shingler(1), MinHasher(DetectorSettings().num_perm)
-    sets = [shingler(" ".join(sorted(_words(n))) or f"\0{n.path}") for n in pool]
+    words = [_words(n) for n in pool]
+    sets = [shingler(" ".join(sorted(w)) or f"\0{n.path}") for n, w in zip(pool, words)]
     sigs = np.stack([hasher.signature(s) for s in sets])
     # per anchor, how many of the permutations agree with each note: the Jaccard estimate
     # times num_perm, kept as one byte a note (a first pass anchors every note: N x N bytes)
@@ -168,10 +182,13 @@ def select(
         for key in _keys(note):
             members[key].add(note.path)
     # a key shared by very many notes says as little as a stopword; status notes stay (newest first)
-    raw += [(m, rel) for (rel, _), m in sorted(members.items()) if m & anchors and (len(m) <= MAX_RELATION or rel == STATUS)]
+    raw += [(m, rel) for (rel, _), m in sorted(members.items()) if m & anchors and (len(m) <= MAX_RELATION or rel in NEWEST_FIRST)]
     for a, agree in near.items():
         order = [int(i) for i in np.argsort(-agree.astype(np.int16), kind="stable")[: neighbours + 1]]
         raw.append(({a} | {paths[i] for i in order if paths[i] != a and agree[i] >= MIN_NEIGHBOUR * perms}, "nearest neighbours"))
+    rare = min(MAX_RELATION, max(2, len(pool) // 10))  # a term more notes share is no topic
+    topical = topical_neighbours([terms(n, w) for n, w in zip(pool, words)], [at[a] for a in sorted(anchors)], neighbours, rare)
+    raw += [({paths[a]} | {paths[b] for b in found}, TOPIC) for a, found in sorted(topical.items())]
     rank = _Rank(view, at, near)
     groups = [g for m, reason in raw if len(m) > 1 and m & anchors for g in rank.cap(m, reason, anchors, max_group)]
     groups += [Group((p,), ("falls due",), (p,), min_size=1) for p in sorted(anchors & set(due))]
@@ -190,15 +207,16 @@ class _Rank:
         the anchor and its ``cap - 1`` most related members, labelled as cut."""
         mine = sorted(paths & anchors)
         members = sorted(paths)
-        if reason == STATUS:
+        by_time = reason in NEWEST_FIRST
+        if by_time:
             newest = sorted(members, key=lambda p: (-note_time(self.view.notes[p]), p))
         if len(paths) <= cap:
-            rest = [p for p in (newest if reason == STATUS else self._similar(members, mine)) if p not in anchors]
+            rest = [p for p in (newest if by_time else self._similar(members, mine)) if p not in anchors]
             return [Group(tuple(mine + rest), (reason,), tuple(mine))]
         label = f"{reason} ({cap} of {len(paths)}, most related first)"
         out = []
         for a in mine:
-            ranked = newest if reason == STATUS else self._similar(members, [a], limit=cap)
+            ranked = newest if by_time else self._similar(members, [a], limit=cap)
             chosen = (a, *[p for p in ranked if p != a][: cap - 1])
             out.append(Group(chosen, (label,), tuple(p for p in chosen if p in anchors)))
         return out

@@ -7,11 +7,17 @@ every Draft (detector or model) goes through later:
 - it names only notes sent in this call (prompt ids map back to paths; anything else is
   refused, which also stops a reply from reaching notes it never saw);
 - every evidence quote is a verbatim substring of the note it cites, as the model saw it:
-  after redaction (the model never saw the secrets, so it cannot quote them);
+  after redaction (the model never saw the secrets, so it cannot quote them); a quote that
+  is not gives way to the note's lines that best match the rationale, marked derived, at a
+  confidence of at most ``DERIVED_CONFIDENCE`` (``derive``); a note with no such line, or
+  one never sent, is refused;
 - a supersede names the newer note and quotes both sides; a soft-expire quotes something;
 - a merge's body holds no redaction marker (applying it would write ``[REDACTED]`` into a
-  note) and is checked for loss: a merge that drops a sentence without saying why is
-  kept but marked ``lossy``, which no policy may accept on its own.
+  note) and states nothing the notes do not (a number or mostly new words: refused), and is
+  checked for loss: a merge that drops a sentence without saying why is kept but marked
+  ``lossy``, which no policy may accept on its own;
+- a merge may fold its notes into a new note (``new_path``, ``new_title``): a plain, unused
+  markdown path the agent reads (``newnote``).
 
 A failed check gives a ``Refusal`` with the reason and the raw proposal: refusals are the
 planner's error rate and are recorded, never dropped.
@@ -20,22 +26,24 @@ planner's error rate and are recorded, never dropped.
 from __future__ import annotations
 
 import re
-
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from daemon.core import frontmatter
 from daemon.core.notes import Note
 from daemon.core.proposals import MERGE, SOFT_EXPIRE, SUPERSEDE, Draft, Evidence
 from daemon.core.view import StoreView
-from daemon.planners.llm.lossless import uncovered
+from daemon.planners.llm.derive import derive
+from daemon.planners.llm.lossless import invented, uncovered
+from daemon.planners.llm.newnote import clean_title, new_note_data, path_problem
 from daemon.planners.llm.prompts import unescape_data
 from daemon.planners.llm.redact import has_marker
-from daemon.planners.llm.schema import ModelProposal, Quote
+from daemon.planners.llm.schema import ModelProposal
 from daemon.planners.survivor import choose
 
 MIN_QUOTE = 4  # characters: shorter "quotes" match almost anywhere
+DERIVED_CONFIDENCE = 0.5  # at most, when dreamd chose the evidence lines itself
 MAX_RATIONALE = 1500
 
 
@@ -87,12 +95,27 @@ def check(proposal: ModelProposal, sent: Sent, source: str) -> Draft | Refusal:
 
 def _draft(p: ModelProposal, sent: Sent, source: str) -> Draft:
     notes = _notes(p.notes, sent)
-    evidence = tuple(dict.fromkeys(_evidence(q, sent) for q in p.evidence))
+    evidence = _evidence(p, sent)
     confidence = min(1.0, max(0.0, p.confidence))
+    derived = sorted({e.path for e in evidence if e.derived})
+    if derived:
+        confidence = min(confidence, DERIVED_CONFIDENCE)
     if p.kind == MERGE:
-        return _merge(p, notes, evidence, confidence, sent, source)
-    if p.kind == SUPERSEDE:
-        return _supersede(p, notes, evidence, confidence, sent, source)
+        draft = _merge(p, notes, evidence, confidence, sent, source)
+    elif p.kind == SUPERSEDE:
+        draft = _supersede(p, notes, evidence, confidence, sent, source)
+    else:
+        draft = _expire(p, notes, evidence, confidence, source)
+    if derived:
+        said = (
+            f" Evidence derived by dreamd: the model's quote from {', '.join(derived)} is not in the note; "
+            "the lines shown are those that best match the rationale."
+        )
+        draft = replace(draft, rationale=draft.rationale + said)
+    return draft
+
+
+def _expire(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, ...], confidence: float, source: str) -> Draft:
     if not evidence:
         raise _Refused("a soft-expire must quote its evidence (a date, a DONE/RESOLVED marker, a newer note)")
     reason = _clean(p.rationale).split(". ")[0][:120].rstrip(".") or "the model judged it no longer true"
@@ -121,17 +144,32 @@ def _one(name: str | None, notes: tuple[str, ...], sent: Sent, role: str) -> str
     return path
 
 
-def _evidence(q: Quote, sent: Sent) -> Evidence:
-    path = sent.resolve(q.note)
-    if path is None:
-        raise _Refused(f"evidence cites {q.note!r}, which is not a note sent in this call")
-    quote = unescape_data(q.quote).strip()
-    if len(quote) < MIN_QUOTE:
-        raise _Refused(f"an evidence quote from {path} is too short to show anything ({quote!r})")
+def _evidence(p: ModelProposal, sent: Sent) -> tuple[Evidence, ...]:
+    """Each quote as the note's own lines; a quote that is not verbatim (or too short to
+    show anything) gives, instead, the lines of its note that best match the rationale,
+    marked derived. A quote of a note that was not sent, or a note with no such line, is refused."""
+    found: list[Evidence] = []
+    for q in p.evidence:
+        path = sent.resolve(q.note)
+        if path is None:
+            raise _Refused(f"evidence cites {q.note!r}, which is not a note sent in this call")
+        quote = unescape_data(q.quote).strip()
+        located = _verbatim(path, quote, sent) if len(quote) >= MIN_QUOTE else None
+        if located is None:
+            start = sent.view.notes[path].parts.header.count(b"\n") + 1
+            located = derive(path, sent.texts[path], start, f"{p.rationale}\n{quote}")
+        if located is None:
+            why = "is too short to show anything" if len(quote) < MIN_QUOTE else "is not in the note, and no line of it matches the rationale"
+            raise _Refused(f"evidence quote {_short(quote)!r} from {path} {why}; quotes must be verbatim")
+        found.append(located)
+    return tuple(dict.fromkeys(found))
+
+
+def _verbatim(path: str, quote: str, sent: Sent) -> Evidence | None:
     text = sent.texts[path]
     found = _find_verbatim(text, quote)
     if found is None:
-        raise _Refused(f"evidence quote {_short(quote)!r} is not in {path}; quotes must be verbatim")
+        return None
     at, quote = found
     start = text.count("\n", 0, at) + 1
     return Evidence(path, start, start + quote.count("\n"), quote)
@@ -153,7 +191,10 @@ def _find_verbatim(text: str, quote: str) -> tuple[int, str] | None:
 def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, ...], confidence: float, sent: Sent, source: str) -> Draft:
     if len(notes) < 2:
         raise _Refused("a merge names at least two different notes")
-    survivor = _one(p.survivor, notes, sent, "survivor")
+    new_path = (p.new_path or "").strip()
+    if new_path and p.survivor:
+        raise _Refused("a merge gives either survivor (an existing note) or new_path (a new note), not both")
+    survivor = new_path or _one(p.survivor, notes, sent, "survivor")
     body = unescape_data(p.merged_body or "")
     if not body.strip():
         raise _Refused("a merge must give merged_body, the survivor's new text")
@@ -163,7 +204,11 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
         raise _Refused("merged_body starts with a frontmatter block; it must be the body only")
     if not evidence:
         raise _Refused("a merge must quote at least one line showing the notes say the same thing")
-    missing = uncovered([sent.body(n) for n in notes], body, [(d.text, d.reason) for d in p.dropped])
+    bodies = [sent.body(n) for n in notes]
+    added = invented(bodies, body)
+    if added:
+        raise _Refused(f"merged_body states what none of the merged notes says: “{_short(added[0])}”")
+    missing = uncovered(bodies, body, [(d.text, d.reason) for d in p.dropped])
     rationale = _clean(p.rationale)
     if missing:
         rationale += (
@@ -171,6 +216,8 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
             f"{'are' if len(missing) > 1 else 'is'} neither in the merged text nor listed as dropped, "
             f"e.g. “{_short(missing[0])}”."
         )
+    if new_path:
+        return _merge_into_new(p, notes, evidence, confidence, sent, source, rationale, body, bool(missing))
     kept = choose(sent.view, [sent.view.notes[n] for n in notes])
     if kept is not None and kept.survivor.path != survivor:  # the store's references decide, not the model
         rationale += f" The merged text goes into {kept.survivor.path}, not {survivor} as the model said: {kept.why}."
@@ -182,6 +229,24 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
         kind=MERGE, source=source, confidence=confidence, title=f"Merge {', '.join(retire)} into {survivor}",
         rationale=rationale, evidence=evidence, retire=retire, survivor=survivor,
         survivor_data=None if data == note.data else data, lossy=bool(missing),
+    )  # fmt: skip
+
+
+def _merge_into_new(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, ...], confidence: float, sent: Sent, source: str, rationale: str, body: str, lossy: bool) -> Draft:
+    """Every named note folds into a note the merge creates at ``new_path``."""
+    path = (p.new_path or "").strip()
+    problem = path_problem(sent.view, path)
+    if problem:
+        raise _Refused(problem)
+    title = clean_title(p.new_title)
+    if not title:
+        raise _Refused("a merge into a new note must give new_title")
+    data = new_note_data(title, body, [sent.view.notes[n] for n in notes])
+    if b"\r\n" in sent.view.notes[notes[0]].data:
+        data = data.replace(b"\n", b"\r\n")
+    return Draft(
+        kind=MERGE, source=source, confidence=confidence, title=f"Merge {', '.join(notes)} into a new note {path}",
+        rationale=rationale, evidence=evidence, retire=notes, survivor=path, create=((path, data),), lossy=lossy,
     )  # fmt: skip
 
 

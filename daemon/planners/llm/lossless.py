@@ -8,6 +8,9 @@ may be split in two), or in a sentence the model listed as dropped with a reason
 
 Word containment rather than character similarity: reordering words, joining two bullets
 or adding context must not count as loss; a missing number or name must.
+
+The other way round, ``invented`` finds what a merged text adds: a unit most of whose
+words, or any of whose numbers, occur in none of the inputs states a fact no note stated.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import re
 from collections.abc import Iterable, Sequence
 
 THRESHOLD = 0.8
+NEW_WORDS = 0.5  # share of a merged unit's words found in no input above which it is invented
 _PREFIX = re.compile(r"^\s*(?:>\s*)*(?:(?:[-*+]|\d+[.)])\s+(?:\[[ xX]\]\s+)?)?")
 _HEADING = re.compile(r"^\s*#{1,6}\s")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=\S)")
@@ -58,3 +62,17 @@ def uncovered(inputs: Sequence[str], merged: str, dropped: Sequence[tuple[str, s
             if w not in missing and not _covered(w, windows) and not _covered(w, drops):
                 missing[w] = unit
     return list(missing.values())
+
+
+def invented(inputs: Sequence[str], merged: str) -> list[str]:
+    """Units of ``merged`` that say what none of ``inputs`` says: a number no input has, or
+    more than ``NEW_WORDS`` of their words found in no input. Headings are left out (a
+    merge into a new note gives it a title)."""
+    pool = frozenset().union(*(words(body) for body in inputs))
+    found = []
+    for unit in units(merged):
+        w = words(unit)
+        new = w - pool
+        if any(word.isdigit() for word in new) or len(new) > NEW_WORDS * len(w):
+            found.append(unit)
+    return found

@@ -1,4 +1,8 @@
-"""The LLM planner: candidate groups -> redacted, packed prompts -> checked Drafts.
+"""The LLM planner: the whole store, or candidate groups -> redacted, packed prompts -> checked Drafts.
+
+A store that changed (or has a note falling due) and fits one call is sent whole, in one
+call: the model sees what a person would, topical merges with no shared words included.
+A store too big for that is cut into candidate groups around what changed (``candidates``).
 
 Pure apart from the ModelClient and reading the two template files: the service gives it
 the store view, ``now``, which notes changed since the last LLM pass, which fell due, and
@@ -11,6 +15,8 @@ Failure handling, call by call:
   groups yield nothing;
 - ``finish_reason == "length"``, a provider refusal or a content filter: ``failed`` at once -
   nothing half-parsed becomes a proposal, and repeating the request would not help;
+- a failed call leaves the run incomplete (``LLMPlan.failed``): its notes were not planned,
+  so the service sends them again at the next pass;
 - ``ModelTransientError`` / ``ModelRequestError`` propagate and end the pass. Partial
   results travel on the exception: ``exc.calls`` (every CallRecord so far, the failed one
   last) and ``exc.partial`` (the LLMPlan up to that point), so the service can record the
@@ -24,7 +30,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -32,8 +38,9 @@ from daemon.core.errors import BudgetExceededError, ModelBadOutputError, ModelRe
 from daemon.core.proposals import Draft
 from daemon.core.view import StoreView, utc
 from daemon.llm.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
-from daemon.planners.llm.candidates import select
+from daemon.planners.llm.candidates import select, sendable
 from daemon.planners.llm.packing import Batch, pack
+from daemon.planners.llm.whole import pack_whole, whole_store
 from daemon.planners.llm.checks import Refusal, Sent, check
 from daemon.planners.llm.injection import flag
 from daemon.planners.llm.prompts import PromptBatch, Templates, load_templates, prompt_batch
@@ -61,26 +68,42 @@ class LLMPlanner:
         self._schema_tokens: int | None = None
 
     def plan(self, view: StoreView, now: dt.datetime, changed: set[str], due: set[str], excluded: Callable[[str], bool]) -> LLMPlan:
-        """Drafts for the groups around ``changed`` and ``due`` notes; zero calls when
-        both are empty. Raises ModelTransientError/ModelRequestError with ``.calls`` and
+        """Drafts for the whole store in one call while it fits a call, else for the groups
+        around ``changed`` and ``due`` notes; zero calls when both are empty. Raises ModelTransientError/ModelRequestError with ``.calls`` and
         ``.partial`` set; BudgetExceededError when not even the empty prompt fits a call."""
         now = utc(now)
-        groups = select(view, changed, due, excluded)
-        plan = LLMPlan(groups_total=len(groups))
-        if not groups:
+        pool = sendable(view, excluded)
+        anchors = {n.path for n in pool} & (set(changed) | set(due))
+        plan = LLMPlan()
+        if not anchors:
             return plan
+        groups = select(view, changed, due, excluded)
+        plan.groups_total = len(groups)
         templates = load_templates(self.prompt_dir)
-        texts: dict[str, str] = {}
-        secrets: dict[str, int] = {}
-        for path in dict.fromkeys(p for g in groups for p in g.paths):
-            texts[path], secrets[path] = redact(view.notes[path].data.decode("utf-8", errors="replace"))
         empty = templates.render(PromptBatch((), (), now.date().isoformat(), {}))
         fixed = self._estimate(empty.system, empty.user)
         room = self.settings.tokens_per_call - fixed
         if room <= 0:
             error = BudgetExceededError(f"tokens_per_call {self.settings.tokens_per_call} is below the prompt's own size ({fixed} tokens)")
             raise _attach(error, plan)
-        packing = pack(groups, texts, self.count_tokens, room)
+        texts: dict[str, str] = {}
+        secrets: dict[str, int] = {}
+
+        def read(paths: Iterable[str]) -> None:
+            for path in paths:
+                if path not in texts:
+                    texts[path], secrets[path] = redact(view.notes[path].data.decode("utf-8", errors="replace"))
+
+        packing = None
+        whole = whole_store(pool, anchors, groups, self.count_tokens, room)
+        if whole is not None:
+            read(whole.paths)
+            packing = pack_whole(whole, groups, texts, self.count_tokens, room)
+        if packing is None:
+            read(p for g in groups for p in g.paths)
+            packing = pack(groups, texts, self.count_tokens, room)
+        else:
+            plan.whole_store = True
         plan.calls_planned = len(packing.batches)
         plan.skipped = list(packing.skipped)
         plan.truncated = sorted({p for b in packing.batches for g in b.groups for p in g.truncated})

@@ -76,7 +76,7 @@ class LLMPlan:
     """Everything one run of the LLM planner produced.
 
     ``stopped`` is None when every planned call was made, else a sentence saying where a
-    budget stopped the run. ``skipped`` and ``truncated`` say which groups or notes did not
+    budget stopped the run; ``failed`` lists the calls made whose reply was not usable. ``skipped`` and ``truncated`` say which groups or notes did not
     fit a single call; nothing is left out silently.
     """
 
@@ -85,6 +85,7 @@ class LLMPlan:
     calls: list[CallRecord] = field(default_factory=list)
     flagged: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     stopped: str | None = None
+    whole_store: bool = False  # the store fitted one call and was sent whole
     groups_total: int = 0
     calls_planned: int = 0
     skipped: list[str] = field(default_factory=list)
@@ -98,3 +99,8 @@ class LLMPlan:
     def cost(self) -> float | None:
         known = [c.cost for c in self.calls if c.cost is not None]
         return sum(known) if known else None
+
+    @property
+    def failed(self) -> list[CallRecord]:
+        """Calls whose reply could not be used: their notes are still to be planned."""
+        return [c for c in self.calls if c.status == FAILED]

@@ -5,6 +5,9 @@ so that a key the model invents is an error rather than silently ignored, and ev
 failure - not JSON, wrong shape, NaN confidence, absurd nesting - becomes one
 ``ModelBadOutputError`` with a one-line reason the repair turn can show the model.
 
+Field descriptions are examples ("e.g. ..."), never instructions a model could echo as a
+value: a reply that once quoted the description "text copied exactly" as its evidence.
+
 The wire schema (``reply_json_schema``) is stricter than the parser: OpenAI-style strict
 structured output wants every key required and nullable instead of optional, and no
 ``additionalProperties``. The parser accepts a reply that leaves out a nullable key or an
@@ -33,23 +36,25 @@ class _Strict(BaseModel):
 class Quote(_Strict):
     """A verbatim excerpt of one note, named by the id it had in the prompt."""
 
-    note: str = Field(description="id of the quoted note, e.g. n2")
-    quote: str = Field(description="text copied exactly from that note")
+    note: str = Field(description='e.g. "n2"')
+    quote: str = Field(description='e.g. "Deploys go out on Tuesdays."')
 
 
 class Dropped(_Strict):
     """A sentence a merge leaves out on purpose, and why."""
 
-    text: str = Field(description="the sentence or bullet left out of merged_body")
-    reason: str = Field(description="why it is no longer worth keeping")
+    text: str
+    reason: str
 
 
 class ModelProposal(_Strict):
     kind: Literal["merge", "supersede", "soft-expire"]
-    notes: list[str] = Field(description="ids of every note the proposal is about")
-    survivor: str | None = Field(default=None, description="merge: the id of the note that keeps the merged text")
-    newer: str | None = Field(default=None, description="supersede: the id of the newer note")
-    merged_body: str | None = Field(default=None, description="merge: the survivor's new body, without frontmatter")
+    notes: list[str] = Field(description='e.g. ["n1", "n4"]')
+    survivor: str | None = Field(default=None, description='e.g. "n1" or null')
+    newer: str | None = Field(default=None, description='e.g. "n4" or null')
+    new_path: str | None = Field(default=None, description='e.g. "development_guide.md" or null')
+    new_title: str | None = Field(default=None, description='e.g. "Development guide" or null')
+    merged_body: str | None = None
     rationale: str
     confidence: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
     evidence: list[Quote] = Field(default_factory=list)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from daemon.core.changes import build
-from daemon.core.proposals import Draft
+from daemon.core.proposals import Draft, Evidence
 from daemon.core.validate import refusal
 from daemon.planners.llm.checks import Refusal, check
 
@@ -61,9 +61,32 @@ def test_a_path_never_sent_is_refused_even_if_it_exists() -> None:
     assert isinstance(result, Refusal) and "notes/fonts.md" in result.reason
 
 
-def test_invented_quote_is_refused() -> None:
-    result = merge(evidence=[{"note": "n1", "quote": "Integration tests need MySQL on port 3306."}])
-    assert isinstance(result, Refusal) and "verbatim" in result.reason
+def test_a_quote_not_in_the_note_gives_derived_evidence_at_a_lower_confidence() -> None:
+    """The right notes with a misquote: the note's best-matching line, marked derived, at most 0.5."""
+    draft = merge(evidence=[{"note": "n1", "quote": "Integration tests need MySQL on port 3306."}], confidence=0.9)
+    assert isinstance(draft, Draft) and draft.confidence == 0.5
+    assert draft.evidence == (Evidence("notes/build.md", 7, 7, "Integration tests need postgres on port 5433.", derived=True),)
+    assert draft.rationale.endswith(
+        " Evidence derived by dreamd: the model's quote from notes/build.md is not in the note; the lines shown are those that best match the rationale."
+    )
+
+
+def test_an_echoed_schema_description_is_not_taken_as_a_quote() -> None:
+    """The literal "text copied exactly" (an older schema's description) is never evidence: derived lines replace it."""
+    draft = merge(evidence=[{"note": "n2", "quote": "text copied exactly"}], rationale="Both say CI only checks lint, so run make test before pushing.")
+    assert isinstance(draft, Draft)
+    assert [(e.path, e.start, e.quote, e.derived) for e in draft.evidence] == [("notes/build-howto.md", 5, "CI only checks lint, so run make test before pushing.", True)]
+
+
+def test_a_misquote_matching_no_line_of_its_note_is_refused() -> None:
+    result = merge(evidence=[{"note": "n1", "quote": "Gardening tomatoes every weekend."}])
+    assert isinstance(result, Refusal)
+    assert result.reason == "evidence quote 'Gardening tomatoes every weekend.' from notes/build.md is not in the note, and no line of it matches the rationale; quotes must be verbatim"
+
+
+def test_a_verbatim_quote_is_not_marked_derived() -> None:
+    draft = merge()
+    assert isinstance(draft, Draft) and [e.derived for e in draft.evidence] == [False, False] and "derived" not in draft.rationale
 
 
 def test_a_quote_rewrapped_by_the_model_is_found_and_recorded_as_the_note_has_it() -> None:
@@ -80,14 +103,28 @@ def test_a_quote_rewrapped_by_the_model_is_found_and_recorded_as_the_note_has_it
     ]
 
 
-def test_other_words_in_a_rewrapped_quote_are_still_refused() -> None:
-    result = merge(evidence=[{"note": "n1", "quote": "Run make test\nbefore merging because CI only checks lint."}])
-    assert isinstance(result, Refusal) and "verbatim" in result.reason
+def test_other_words_in_a_rewrapped_quote_are_derived_not_trusted() -> None:
+    draft = merge(evidence=[{"note": "n1", "quote": "Run make test\nbefore merging because CI only checks lint."}])
+    assert isinstance(draft, Draft)
+    assert [(e.start, e.quote, e.derived) for e in draft.evidence] == [(6, "Run make test before pushing because CI only checks lint.", True)]
 
 
-def test_quote_from_the_wrong_note_is_refused() -> None:
-    result = merge(evidence=[{"note": "n2", "quote": "Integration tests need postgres on port 5433."}])
-    assert isinstance(result, Refusal) and "notes/build-howto.md" in result.reason
+def test_a_quote_from_the_wrong_note_gives_that_notes_own_line() -> None:
+    """Quoting n1's line as n2's: the evidence is n2's matching line, not the misattributed text."""
+    draft = merge(evidence=[{"note": "n2", "quote": "Integration tests need postgres on port 5433."}])
+    assert isinstance(draft, Draft)
+    assert [(e.path, e.start, e.quote, e.derived) for e in draft.evidence] == [("notes/build-howto.md", 6, "The integration tests need postgres listening on port 5433.", True)]
+
+
+def test_a_merged_text_that_adds_a_fact_is_refused() -> None:
+    """Invented content stays refused even when the notes and quotes are right: a number no note has."""
+    result = merge(merged_body=FULL_MERGE + "Integration tests need postgres 16 or newer.\n")
+    assert isinstance(result, Refusal) and result.reason == "merged_body states what none of the merged notes says: “Integration tests need postgres 16 or newer.”"
+
+
+def test_a_merged_sentence_of_mostly_new_words_is_refused() -> None:
+    result = merge(merged_body=FULL_MERGE + "Deploys require a VPN token from the security desk.\n")
+    assert isinstance(result, Refusal) and "Deploys require a VPN token" in result.reason
 
 
 def test_a_lossy_merge_is_marked_not_refused() -> None:
