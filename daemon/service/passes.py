@@ -12,32 +12,31 @@ import datetime as dt
 import itertools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from sqlalchemy import Connection
 
 from daemon.config import StoreConfig
 from daemon.core.errors import PlannerError
-from daemon.core.patch import edit_lines
 from daemon.core.proposals import ACCEPTED, PENDING, STALE, SUPPRESSED
 from daemon.core.view import StoreView
 from daemon.db import repo
-from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, earliest_due, planner_fingerprint, run_detectors
+from daemon.planners.versions import detectors_fingerprint
 from daemon.service import journal
 from daemon.service.context import App
-from daemon.service.deciding import decide_by_policy
 from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store, this_holder
-from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls, unfinished
-from daemon.service.proposing import Planned, make_proposals, refused_planned
 from daemon.service.orphans import close_dead_passes
 from daemon.service.notify import notify_waiting
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
 from daemon.service.timecaps import TIME_CAP, Caps, read_links, read_notes
-from daemon.service.workspace import Observed, claim_store, observe, registered_roots, roots_of
+from daemon.service.workspace import Observed, claim_store, glance, observe, read_whole, registered_roots, remember_stats, roots_of
 
 from daemon.stores.scan import Skipped
+
+if TYPE_CHECKING:  # planning, proposing and deciding are imported by the passes that do them
+    from daemon.service.proposing import Planned
 
 
 log = structlog.get_logger("dreamd.pass")
@@ -94,7 +93,14 @@ class PassReport:
             return f"{self.store}: skipped, {self.busy}"
         counts = ", ".join(f"{self.count(s)} {s}" for s in SUMMARY_STATES if self.count(s))
         partial = f" (partial: out of time while {self.capped}; the next pass goes on)" if self.capped else ""
-        return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}{partial}"
+        model = f" (LLM part incomplete: {self.model_failure})" if self.model_failure else ""
+        return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}{partial}{model}"
+
+    @property
+    def model_failure(self) -> str | None:
+        """Why the LLM part is incomplete when a model call failed (a budget stop is not a failure)."""
+        llm = self.llm or {}
+        return llm.get("incomplete") if llm.get("failed_calls") else None
 
     @property
     def stats(self) -> dict[str, Any]:
@@ -109,7 +115,11 @@ def _fingerprint(app: App, store: StoreConfig) -> str:
     layout = f"{settings.retire_mode}|{settings.archive_root}|{settings.index}|{settings.pinned}|{settings.ignored_memory_patterns}"
     model = f";model={store.llm.model}|{store.llm.prompt_dir}|{store.llm_exclude}" if store.llm else ""
     model += f";policy={store.policy}|{store.apply}" if store.policy else ""
-    return f"{planner_fingerprint(DEFAULT_DETECTORS, app.config.planner)};{layout}{model}"
+    if store.workspace is not None:  # a new commit there is worth a pass even over unchanged notes
+        from daemon.service.citations import workspace_mark
+
+        model += workspace_mark(store)
+    return f"{detectors_fingerprint(app.config.planner)};{layout}{model}"
 
 
 def _remembered(conn: Connection, store_id: int) -> tuple[dict[str, str], frozenset[str]]:
@@ -129,13 +139,18 @@ def _read_within(observed: Observed, caps: Caps, report: PassReport, progress: P
     return dataclasses.replace(observed, view=view)
 
 
-def _plan(app: App, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]], caps: Caps, progress: Progress = _unwatched) -> Iterator[Planned]:
+def _plan(app: App, store: StoreConfig, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]], caps: Caps, progress: Progress = _unwatched) -> Iterator[Planned]:
     """Proposals one at a time: a pass over a large store never holds every result's bytes.
     Out of time, it stops between detectors or between proposals: what it found stands."""
+    from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, run_detectors
+    from daemon.service.citations import workspace_facts
+    from daemon.service.proposing import make_proposals
+
     values, rejected = remembered
     if caps.capped_at is not None or not read_links(observed.view, caps):
         return iter(())
-    ctx = PlanContext(view=observed.view, now=now, tombstoned_values=values, rejected_changes=rejected, settings=app.config.planner)
+    cited = workspace_facts(store, observed.view)  # the workspace's git, asked before planning: detectors stay pure
+    ctx = PlanContext(view=observed.view, now=now, tombstoned_values=values, rejected_changes=rejected, settings=app.config.planner, citations=cited)
     ran = itertools.count(1)
     total = len(DEFAULT_DETECTORS)
     progress("detecting", 0, total)
@@ -204,6 +219,16 @@ def _busy(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.dat
     return PassReport(store.name, "busy", "", pass_id, at=now, busy=reason)
 
 
+def _model_unfinished(store: StoreConfig, last: Any) -> bool:
+    """Whether the last pass left model work undone (a budget stopped it): then an unchanged
+    store is passed over again. Only a store with a model imports the model part."""
+    if store.llm is None:
+        return False
+    from daemon.service.llm_pass import unfinished
+
+    return unfinished(last.stats)
+
+
 def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, progress: Progress) -> PassReport:
     caps = _caps(app)
     with caps.timing():
@@ -211,15 +236,19 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
 
 
 def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, caps: Caps, progress: Progress) -> PassReport:
-    observed = observe(store, registered_roots(app, store_id, store))
-    scan = observed.scan
+    roots = registered_roots(app, store_id, store)
+    scan, seen = glance(app, store_id, store, roots)  # files the stat cache vouches for are not read
     fingerprint = _fingerprint(app, store)
+    with app.engine().connect() as conn:
+        last = repo.last_completed_pass(conn, store_id)
+    due = last.next_due_at if last else None
+    unchanged = last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due)
+    skip = unchanged and not _model_unfinished(store, last)
+    if not skip:
+        observed = read_whole(store, roots, scan)
+        scan = observed.scan
     report = PassReport(store.name, "completed", scan.root_hash, pass_id, skipped_files=list(scan.skipped), notes=len(scan.notes), at=now)
     with app.engine().begin() as conn:
-        last = repo.last_completed_pass(conn, store_id)
-        due = last.next_due_at if last else None
-        unchanged = last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due)
-        skip = unchanged and not (store.llm is not None and unfinished(last.stats))
         if skip:
             report.status = "skipped"
             repo.finish_pass(conn, store_id, pass_id, status="skipped", finished_at=now, root_hash=scan.root_hash, planner=fingerprint, next_due_at=due, stats=report.stats)
@@ -228,6 +257,7 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
             report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
             report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
             remembered = _remembered(conn, store_id)
+        remember_stats(conn, store_id, scan, seen)  # with the blobs: every row's bytes are stored
     if skip:
         if store.policy is not None:  # a spent budget may have renewed since: decide what was held
             _decide(app, store, store_id, report)
@@ -235,8 +265,11 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
                 repo.finish_pass(conn, store_id, pass_id, stats=report.stats)
         return report
     observed = _read_within(observed, caps, report, progress)
-    _store_all(app, store, store_id, pass_id, _plan(app, observed, now, remembered, caps, progress), report, now)
+    _store_all(app, store, store_id, pass_id, _plan(app, store, observed, now, remembered, caps, progress), report, now)
     if store.llm is not None and not caps.expired("asking the model"):
+        from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls
+        from daemon.service.proposing import make_proposals
+
         with app.engine().connect() as conn:
             changed = changed_since_last_llm_pass(conn, store_id, observed.view)
         llm = plan_with_model(app, store, observed.view, now, changed)
@@ -254,9 +287,11 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
         _final_states(app, store_id, report)
     report.capped = caps.capped_at
     report.status = "partial" if report.capped else "completed"
+    from daemon.planners.base import earliest_due
+
     with app.engine().begin() as conn:
         next_due = earliest_due(observed.view, now, app.config.planner)
-        repo.finish_pass(conn, store_id, pass_id, status=report.status, finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats)
+        repo.finish_pass(conn, store_id, pass_id, status=report.status, finished_at=app.clock(), root_hash=scan.root_hash, planner=fingerprint, next_due_at=next_due, stats=report.stats, error=report.model_failure)
         repo.add_event(conn, store_id, f"pass.{report.status}", app.actor, app.surface, now, report.stats, pass_id=pass_id)
     return report
 
@@ -272,6 +307,8 @@ def _final_states(app: App, store_id: int, report: PassReport) -> None:
 def _decide(app: App, store: StoreConfig, store_id: int, report: PassReport) -> None:
     """The policy decides every pending proposal, oldest first: this pass's new ones and
     those it held before (a per-pass or daily budget spent then, or a policy changed since)."""
+    from daemon.service.deciding import decide_by_policy
+
     with app.engine().connect() as conn:
         pending = [row.id for row in repo.list_proposals(conn, store_id, [PENDING])]
     report.policy = decide_by_policy(app, store, store_id, pending).stats()
@@ -286,6 +323,8 @@ def _store_all(app: App, store: StoreConfig, store_id: int, pass_id: int, planne
 
 def _store_refusal(app: App, conn: Connection, store_id: int, pass_id: int, refusal: Any, view: StoreView, now: dt.datetime) -> Outcome:
     """A model proposal that failed the planner's checks: recorded as refused, with why."""
+    from daemon.service.proposing import refused_planned
+
     item = refused_planned(refusal, view)
     return _store_proposal(app, conn, store_id, pass_id, item, now)
 
@@ -370,6 +409,8 @@ def _carry_over(app: App, conn: Connection, store_id: int, proposal_id: int, ite
     the reviewed change is exactly the new one: the accept carries over, recorded as a
     decision by the same actor and an event. Anything else is left for a person.
     """
+    from daemon.core.patch import edit_lines
+
     old = repo.latest_with_key(conn, store_id, item.key, STALE)
     if old is None or old.state_reason != f"changed since proposed: {index}":
         return None
@@ -424,13 +465,18 @@ def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed
     store_row = None
     changed = set(observed.view.notes)
     if engine is not None:
+        from daemon.service.llm_pass import changed_since_last_llm_pass
+
         with engine.connect() as conn:
             store_row = repo.find_store(conn, store.name)
             if store_row:
                 remembered = _remembered(conn, store_row.id)
                 changed = changed_since_last_llm_pass(conn, store_row.id, observed.view)
-    planned: Iterator[Planned] = _plan(app, observed, now, remembered, caps, progress)
+    planned: Iterator[Planned] = _plan(app, store, observed, now, remembered, caps, progress)
     if store.llm is not None and not caps.expired("asking the model"):
+        from daemon.service.llm_pass import plan_with_model
+        from daemon.service.proposing import make_proposals, refused_planned
+
         llm = plan_with_model(app, store, observed.view, now, changed)
         report.llm = llm.stats()
         if llm.error:

@@ -21,6 +21,7 @@ from daemon.core.proposals import KINDS, MERGE, PENDING, REFUSED, Change, Draft,
 from daemon.core.validate import refusal
 from daemon.core.view import StoreView
 from daemon.diffs.git import unified_diff
+from daemon.stores.records.checks import result_refusal
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
         return Planned(draft, None, "", fallback_key, REFUSED, str(exc))
     if change.reads.hooks_shortened and not draft.lossy:  # index words leave what the agent reads
         draft = replace(draft, lossy=True)
-    reason = refusal(draft, change, view)
+    reason = refusal(draft, change, view) or result_refusal(change, view)
     if reason:
         return Planned(draft, change, "", fallback_key, REFUSED, reason)
     try:
