@@ -47,11 +47,13 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
             "store": report.store, "status": report.status, "pass_id": report.pass_id,
             "root_hash": report.root_hash, "stats": report.stats, "proposals": items,
             "skipped_files": [{"path": s.path, "reason": s.reason} for s in report.skipped_files],
-            "external_changes": report.external_changes, "stale": report.stale,
+            "external_changes": report.external_changes, "stale": report.stale, "findings": report.findings,
         })  # fmt: skip
     elif not summary_only:
         for skipped in report.skipped_files:
             say(f"skipped {skipped.path}: {skipped.reason}", err=True)
+        for found in report.findings:
+            say(f"finding [{found['kind']}]: {found['detail']}", err=True)
         for item in items if report.status not in ("skipped", "busy") else ():
             click.echo(proposal_header(item))
             if item["diff"] and (dry_run or item["state"] == "pending"):

@@ -25,6 +25,7 @@ from daemon.db import repo
 from daemon.planners.versions import detectors_fingerprint
 from daemon.service import journal
 from daemon.service.context import App
+from daemon.service.findings import findings
 from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store, this_holder
 from daemon.service.orphans import close_dead_passes
 from daemon.service.notify import notify_waiting
@@ -81,6 +82,7 @@ class PassReport:
     policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
     busy: str | None = None  # why the pass did not run: another process holds the store
     capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/findings.py)
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
@@ -106,6 +108,7 @@ class PassReport:
     def stats(self) -> dict[str, Any]:
         states = ("pending", "refused", "suppressed", "duplicate")
         stats = {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
+        stats |= {"findings": len(self.findings)} if self.findings else {}
         extra = {k: v for k, v in (("llm", self.llm), ("policy", self.policy), ("capped", self.capped)) if v is not None}
         return {**stats, **extra}
 
@@ -265,6 +268,7 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
                 repo.finish_pass(conn, store_id, pass_id, stats=report.stats)
         return report
     observed = _read_within(observed, caps, report, progress)
+    report.findings = findings(store, observed.view)
     _store_all(app, store, store_id, pass_id, _plan(app, store, observed, now, remembered, caps, progress), report, now)
     if store.llm is not None and not caps.expired("asking the model"):
         from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls
@@ -451,7 +455,9 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime, progress: Progress)
     caps = _caps(app)
     try:
         with caps.timing():
-            _dry_plan(app, store, now, _read_within(observed, caps, report, progress), report, engine, caps, progress)
+            observed = _read_within(observed, caps, report, progress)
+            report.findings = findings(store, observed.view)
+            _dry_plan(app, store, now, observed, report, engine, caps, progress)
     finally:
         if engine is not None:
             engine.dispose()

@@ -43,3 +43,22 @@ def test_a_file_that_is_not_a_database_is_one_line_and_exit_3(cli, tmp_path):
     run = cli("pass", "--store", str(bad), "--preset", "dexto", "--dry-run")
     assert (run.code, run.err.splitlines()[-1]) == (3, f"error[store]: {bad} is not an SQLite database (the dexto preset takes the agent's database, ~/.dexto/database/<agentId>.db)")
     assert bad.read_text() == "hello\n"
+
+
+def test_memories_beyond_the_prompts_limit_are_a_finding_naming_them(cli, tmp_path):
+    """Twelve memories where Dexto's prompt shows the ten newest: the pass names the two oldest, in text and JSON."""
+    from conftest import T
+
+    memories = [dexto_db.memory(f"mem{i:09d}", f"Fact number {i}: port {8000 + i} serves service {i}.", T + i * 1_000) for i in range(12)]
+    db = dexto_db.create(tmp_path / "agent.db", memories)
+    run = cli("pass", "--store", str(db), "--preset", "dexto", "--dry-run")
+    assert "finding [over-prompt-limit]: 12 memories, and the agent's prompt shows only the 10 newest (limit 10 in Dexto's bundled agents): 2 are never read\n" in run.err
+    report = json.loads(cli("pass", "--store", str(db), "--preset", "dexto", "--json").out)
+    assert report["findings"] == [{"kind": "over-prompt-limit", "detail": report["findings"][0]["detail"], "paths": ["memory:item:mem000000000", "memory:item:mem000000001"]}]
+    assert report["stats"]["findings"] == 1
+
+
+def test_a_store_within_the_limit_has_no_finding(cli, dexto):
+    """Four memories under a limit of ten: no finding, and no findings count in the stats."""
+    report = json.loads(cli("pass", "--store", str(dexto), "--preset", "dexto", "--json").out)
+    assert report["findings"] == [] and "findings" not in report["stats"]
