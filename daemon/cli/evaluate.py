@@ -3,12 +3,15 @@
 ``--json`` prints one object (stable keys)::
 
     v          1
-    corpus     the folder given; planner: "rules" | "llm"; labeled: bool
-    stores     [{store, preset, proposals (number), counts, score, llm}]; score is null when
-               unlabeled, llm null for the rules planner
+    corpus     the folder given; planner: "rules" | "llm" | "oracle"; labeled: bool
+    stores     [{store, preset, proposals (number), counts, score, llm, refused_correct}]; score
+               is null when unlabeled, llm null for the rules planner, refused_correct null
+               except for the oracle
     counts     over all stores: {kind: {state: number}} (states: pending, refused, suppressed, duplicate)
     overall    the summed score, null when unlabeled
     destructive  number of destructive false positives (0 when unlabeled)
+    refused_correct  oracle only (else null): [{store, kind, notes, reason}], its correct
+               proposals the pipeline refused, marked lossy or lost to a cut-off reply
     llm        null for the rules planner; else the model and its usage over all stores:
                {model, replay, record, recorded_model, calls, prompt_tokens, completion_tokens,
                cost, truncated, replay_misses, model_proposals, seconds, failed: [store],
@@ -25,9 +28,10 @@ recording had no reply for (each yields no proposal); ``model_proposals`` the pe
 that came from the model (the rest of the llm planner's are the detectors'). On a labeled store it
 also has ``coverage``: ``{merge: {sent, expected}, retire: {sent, expected}}``, the labeled merge
 groups whose notes one model call held together, and the labeled retirements whose note was sent
-at all: what the candidate selection let the model see (a case never sent, no model can find).
+at all (with its ``by`` note, for a supersede labeled so): the candidate recall, what the
+candidate selection let the model see (a case never sent, no model can find).
 
-A score is ``{kinds: {merge|supersede|soft-expire|retire|reindex: {tp, fp, fn, precision, recall}},
+A score is ``{kinds: {merge|supersede|soft-expire|retire|reindex: {tp, fp, fn, precision, recall, destructive}},
 refused, lossy, destructive: [{kind, title, notes}], false_positives: [{kind, notes}],
 missed: [{kind, notes}], survivor: {agree, labeled}, other_survivor: [{notes, kept, labeled}]}``;
 precision and recall are null when undefined (nothing proposed or nothing expected).
@@ -78,9 +82,9 @@ def report_json(report: Any, sample: list[tuple[str, Any]]) -> dict[str, Any]:
     return {
         "v": 1, "corpus": str(report.corpus), "planner": report.planner, "labeled": report.labeled,
         "stores": [{"store": s.name, "preset": s.preset, "proposals": len(s.proposals), "counts": counts(s.proposals),
-                    "score": s.score.as_dict() if s.score else None, "llm": s.llm} for s in report.stores],
+                    "score": s.score.as_dict() if s.score else None, "llm": s.llm, "refused_correct": s.refused_correct} for s in report.stores],
         "counts": counts(everything), "overall": overall.as_dict() if overall else None,
-        "destructive": len(overall.destructive) if overall else 0, "llm": report.llm,
+        "destructive": len(overall.destructive) if overall else 0, "llm": report.llm, "refused_correct": report.refused_correct,
         "sample": [_sample_json(store, p) for store, p in sample],
     }  # fmt: skip
 
@@ -100,7 +104,9 @@ def _labeled_text(report: Any) -> list[str]:
         lines.append(f"{name:<{width}}{preset:<13}{cells}{kept:<10}{score.refused:<9}{score.lossy:<7}{len(score.destructive)}")
     overall = report.overall
     lines += ["", "overall counts:"]
-    lines += [f"  {k:<12} tp {c.tp:<3} fp {c.fp:<3} fn {c.fn:<3} precision {_pr(c).split('/')[0]:<5} recall {_pr(c).split('/')[1]}" for k, c in overall.kinds.items()]
+    harmful = overall.destructive_kinds()
+    lines += [f"  {k:<12} tp {c.tp:<3} fp {c.fp:<3} fn {c.fn:<3} precision {_pr(c).split('/')[0]:<5} recall {_pr(c).split('/')[1]:<5} destructive {harmful[k]}"
+              for k, c in overall.kinds.items()]  # fmt: skip
     lines += ["", "false positives, misses and destructive proposals:"]
     for store in report.stores:
         wrong = [("false positive", x) for x in store.score.false_positives] + [("missed", x) for x in store.score.missed]
@@ -138,17 +144,32 @@ def model_line(report: Any) -> str:
 def _llm_text(report: Any) -> list[str]:
     """Model calls, tokens and cost per store and overall; failures and budget stops."""
     width = max([len(s.name) for s in report.stores] + [7]) + 2
-    lines = ["", "model calls per store (cost '-': the model has no price)", f"{'store':<{width}}{'calls':<7}{'prompt':<10}{'completion':<12}{'cost':<10}{'model proposals':<17}{'truncated':<11}replay misses"]
+    lines = ["", "model calls per store (cost '-': the model has no price; candidates: labeled cases one call showed whole)"]
+    lines.append(f"{'store':<{width}}{'calls':<7}{'prompt':<10}{'completion':<12}{'cost':<10}{'model proposals':<17}{'truncated':<11}{'replay misses':<15}candidates")
     total = report.llm
     for name, u in [(s.name, s.llm or {}) for s in report.stores] + [("overall", total)]:
         cells = [_num(u.get("calls", 0)), _num(u.get("prompt_tokens", 0)), _num(u.get("completion_tokens", 0)), _num(u.get("cost"))]
-        lines.append(f"{name:<{width}}{cells[0]:<7}{cells[1]:<10}{cells[2]:<12}{cells[3]:<10}{u.get('model_proposals', 0):<17}{u.get('truncated', 0):<11}{u.get('replay_misses', 0)}")
+        line = f"{name:<{width}}{cells[0]:<7}{cells[1]:<10}{cells[2]:<12}{cells[3]:<10}{u.get('model_proposals', 0):<17}{u.get('truncated', 0):<11}{u.get('replay_misses', 0):<15}{_shown(u)}"
+        lines.append(line.rstrip())
     if total.get("coverage"):
         c = total["coverage"]
-        lines.append(f"labeled cases the model was shown: merge groups {c['merge']['sent']}/{c['merge']['expected']} (all notes in one call), retirements {c['retire']['sent']}/{c['retire']['expected']}")
+        lines.append(f"candidate recall: merge groups {c['merge']['sent']}/{c['merge']['expected']} (all notes in one call), retirements {c['retire']['sent']}/{c['retire']['expected']} (with the newer note, for a supersede labeled 'by')")
     lines += [f"  {s.name}: budget: {s.llm['stopped']}" for s in report.stores if s.llm and s.llm.get("stopped")]
     lines += [f"  {s.name}: FAILED: {s.error}" for s in report.failed]
     return lines
+
+
+def _shown(usage: dict[str, Any]) -> str:
+    """Candidate recall as ``sent/expected`` over merge groups and retirements; '' unlabeled."""
+    c = usage.get("coverage")
+    return f"{c['merge']['sent'] + c['retire']['sent']}/{c['merge']['expected'] + c['retire']['expected']}" if c else ""
+
+
+def _ceiling_text(report: Any) -> list[str]:
+    """The oracle's correct proposals that the pipeline refused, marked lossy or cut off."""
+    lost = report.refused_correct
+    lines = ["", f"correct proposals the pipeline lost (the oracle's; target: none): {len(lost) or 'none'}"]
+    return lines + [f"  {x['store']}: {x['kind']} {', '.join(x['notes'])}: {x['reason']}" for x in lost]
 
 
 def _sample_text(sample: list[tuple[str, Any]]) -> list[str]:
@@ -162,14 +183,15 @@ def _sample_text(sample: list[tuple[str, Any]]) -> list[str]:
 
 @click.command("eval")
 @click.argument("corpus", type=click.Path(file_okay=False))
-@click.option("--planner", type=click.Choice(["rules", "llm"]), default="rules", show_default=True, help="Which planner to score.")
+@click.option("--planner", type=click.Choice(["rules", "llm", "oracle"]), default="rules", show_default=True,
+              help="Which planner to score; oracle: the pass with a perfect model that answers from the labels.")  # fmt: skip
 @click.option("--preset", metavar="NAME", help="Unlabeled corpus: the preset of stores not under a folder named after one.")
 @click.option("--sample", type=click.IntRange(min=0), help="Proposals to show for reading [default: 5 unlabeled, 0 labeled].")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (keys: see daemon/cli/evaluate.py).")
 @click.option("--model", metavar="NAME", help="llm: a litellm model string, e.g. openai/gpt-4o-mini [default: the config's [llm] model].")
 @click.option("--api-base", metavar="URL", help="llm: an OpenAI-compatible server, e.g. http://127.0.0.1:8770/v1.")
 @click.option("--api-key-env", metavar="VAR", help="llm: the NAME of the environment variable holding the key.")
-@click.option("--llm-option", "llm_options", metavar="KEY=VALUE", multiple=True, help="llm: any [llm] key, e.g. tokens_per_call=2500 (repeatable).")
+@click.option("--llm-option", "llm_options", metavar="KEY=VALUE", multiple=True, help="llm, oracle: any [llm] key, e.g. tokens_per_call=2500 (repeatable).")
 @click.option("--replay", metavar="FILE", type=click.Path(dir_okay=False), help="llm: answer from a recording (no network), with the settings it was made with.")
 @click.option("--record", metavar="FILE", type=click.Path(dir_okay=False), help="llm: save the model's replies (and the settings) to FILE, for --replay.")
 @click.pass_context
@@ -183,6 +205,10 @@ def eval_command(ctx: click.Context, corpus: str, planner: str, preset: str | No
     positives (a proposal that would retire or merge away a note labeled keep). Without labels
     (e.g. CORPUS/claude-code/STORE/), it counts proposals per kind and shows a sample.
     Nothing is written: no store file, no database.
+
+    --planner oracle runs the same pass with a perfect model that answers every call from the
+    labels: its precision and recall are the pipeline's ceiling (what candidate selection and
+    the checks allow), and every correct proposal of it that the checks refuse is listed.
 
     --planner llm runs a pass with a model (the detectors' proposals and the model's) over
     every note of each store, in bounded groups, and reports model calls, tokens and cost per
@@ -198,17 +224,22 @@ def eval_command(ctx: click.Context, corpus: str, planner: str, preset: str | No
 
     from daemon.config import load_config
     from daemon.core.errors import ConfigError
-    from daemon.service.evaluate import eval_model, parse_options, run_eval
+    from daemon.service.evaluate import eval_model, oracle_model, parse_options, run_eval
 
     config = load_config(ctx.obj.config_path)
     given = [name for name, value in (("--model", model), ("--api-base", api_base), ("--api-key-env", api_key_env),
                                       ("--llm-option", llm_options), ("--replay", replay), ("--record", record)) if value]  # fmt: skip
     llm = None
-    if planner == "rules" and given:
-        raise ConfigError(f"{given[0]} is for --planner llm", hint="add --planner llm, or leave it out")
+    misplaced = [g for g in given if planner == "rules" or (planner == "oracle" and g != "--llm-option")]
+    if misplaced:
+        hint = "the oracle takes only --llm-option (budgets)" if planner == "oracle" else "add --planner llm, or leave it out"
+        raise ConfigError(f"{misplaced[0]} is for --planner llm", hint=hint)
     if planner == "llm":
         options = parse_options(llm_options)
         chosen_model = eval_model(config, model=model, api_base=api_base, api_key_env=api_key_env, options=options, replay=replay, record=record)
+        llm = chosen_model.planner(config)
+    if planner == "oracle":
+        chosen_model = oracle_model(config, corpus, parse_options(llm_options))
         llm = chosen_model.planner(config)
     completed = False
     try:
@@ -226,6 +257,7 @@ def eval_command(ctx: click.Context, corpus: str, planner: str, preset: str | No
         click.echo((model_line(report) + "\n") if report.model else "")
         table = _labeled_text(report) if report.labeled else _unlabeled_text(report)
         table += _llm_text(report) if report.model else []
+        table += _ceiling_text(report) if report.planner == "oracle" else []
         click.echo("\n".join(table + _sample_text(chosen)))
     for store in report.failed:
         click.echo(f"eval: {store.name}: {store.error}", err=True)

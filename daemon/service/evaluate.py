@@ -1,10 +1,15 @@
 """The oracle (``dreamd eval``): run a planner in dry-run over stores and score what it proposes.
 
+Planners: ``rules`` (the detectors), ``llm`` (a pass with a model: live, recorded or replayed),
+``oracle`` (the same pass with ``daemon.service.oracle.OracleModel``, a perfect model answering
+from the labels: the pipeline's ceiling, with every correct proposal it lost listed).
+
 A labeled corpus holds, for each store folder ``<name>/``, a ``<name>.labels.toml`` beside it
 (never inside: labels are not a note) with ``preset``, optional ``now`` (the pass's clock),
 ``description`` and ``reindex`` (bool), ``keep = [notes]``, ``[[merge]] notes = [...]`` (with
-an optional ``survivor``, the note people kept) and ``[[retire]] note = "..." kind = "supersede"
-| "soft-expire"``; see examples/eval/README.md.
+an optional ``survivor``, the note people kept), ``[[retire]] note = "..." kind = "supersede"
+| "soft-expire"`` (a supersede's optional ``by``: the newer note) and ``[[workspace]]`` commits
+(the repository the notes describe, built with git for the pass); see examples/eval/README.md.
 
 Scoring (``score``); refused proposals are never predictions, they are counted apart:
 
@@ -51,7 +56,7 @@ from typing import Any
 
 from daemon.config import Config, StoreConfig, adhoc_store
 from daemon.core.errors import ConfigError, PlannerError
-from daemon.core.proposals import PENDING
+from daemon.core.proposals import MERGE, PENDING, REFUSED
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
 from daemon.service.context import App, utcnow
 from daemon.stores.presets import PRESETS, get_preset
@@ -180,6 +185,7 @@ def llm_planner(config: Config, *, settings: ModelSettings | None = None, client
     return LLMRun(config, settings, client, describe)
 
 
+PLANNERS = ("rules", "llm", "oracle")
 NO_MODEL_HINT = "give --model NAME (with --api-base URL for a local server), --replay FILE, or an [llm] table in the --config file"
 # what shapes the groups, the packing and the budgets: a replay must use the recording's values
 RECORDED = ("model", "api_base", "temperature", "timeout_s", "retries", "max_output_tokens", "tokens_per_call", "tokens_per_pass", "cost_per_pass")
@@ -280,6 +286,32 @@ def eval_model(
     return EvalModel(settings, client, replay, None if record is None else Path(record), recorded_model)
 
 
+def oracle_model(config: Config, corpus: str | Path, options: Mapping[str, Any] | None = None) -> EvalModel:
+    """The oracle as the eval's model (``daemon.service.oracle``): the labels of ``corpus``
+    answer. Budgets, first wins: ``options``, the config's global ``[llm]``, the defaults."""
+    from daemon.config import _parse_llm
+    from daemon.service.oracle import MODEL, OracleModel
+
+    corpus = Path(corpus)
+    _check(corpus.is_dir(), f"eval corpus {corpus}", "not a folder")
+    labels = [load_labels(p) for p in sorted(corpus.glob(f"*{SUFFIX}"))]
+    _check(bool(labels), f"eval corpus {corpus}", "--planner oracle answers from labels, and it has no *.labels.toml")
+    raw: dict[str, Any] = {k: v for k, v in dataclasses.asdict(config.llm).items() if v is not None} if config.llm else {}
+    settings = _parse_llm(raw | dict(options or {}) | {"model": MODEL}, "eval", Path.cwd())
+    return EvalModel(settings, OracleModel(labels))
+
+
+def refused_correct(proposals: list[Predicted], cut: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The oracle's proposals the pipeline lost: refused, marked lossy, or in a reply cut off.
+    Every oracle proposal is right by construction, so each of these is the pipeline's fault."""
+    from daemon.service.oracle import SOURCE
+
+    mine = [p for p in proposals if p.source == SOURCE]
+    out = [{"kind": p.kind, "notes": sorted(p.notes), "reason": p.reason or "refused"} for p in mine if p.state == REFUSED]
+    out += [{"kind": MERGE, "notes": sorted(p.notes), "reason": "marked lossy"} for p in mine if p.kind == MERGE and p.lossy and p.state not in NOT_PREDICTED]
+    return out + cut
+
+
 def find_stores(corpus: Path, preset: str | None = None) -> list[tuple[Path, str]]:
     """Unlabeled stores: ``<corpus>/<preset>/<store>/`` (or a corpus named after a preset) take that
     preset, other folders ``preset`` or generic; no subfolder: one store. A given ``preset`` wins."""
@@ -293,24 +325,38 @@ def find_stores(corpus: Path, preset: str | None = None) -> list[tuple[Path, str
     return found or [(corpus, preset or "generic")]
 
 
+def _run_store(run: PlannerRun, store: StoreConfig, at: dt.datetime, labels: Labels | None) -> list[PlannedLike] | PlannerResult:
+    """One store's pass; a labeled workspace is built as a git repository for it, then removed."""
+    if labels is None or not labels.workspace:
+        return run(store, at)
+    from daemon.service.git_fixture import build_repo
+
+    with tempfile.TemporaryDirectory(prefix="dreamd-eval-workspace-") as folder:
+        return run(replace(store, workspace=build_repo(labels.workspace, Path(folder) / "repo")), at)
+
+
 def run_eval(corpus: str | Path, *, planner: str = "rules", config: Config | None = None,
              llm: PlannerRun | None = None, preset: str | None = None, now: dt.datetime | None = None) -> EvalReport:  # fmt: skip
     """Run ``planner`` in dry-run over ``corpus``. If it holds ``*.labels.toml``, only those stores run,
     each at its labels' clock, and are scored; otherwise every store ``find_stores`` finds, at ``now``."""
     corpus = Path(corpus)
     _check(corpus.is_dir(), f"eval corpus {corpus}", "not a folder")
-    _check(planner in ("rules", "llm"), f"planner {planner!r}", "unknown (use rules or llm)")
+    _check(planner in PLANNERS, f"planner {planner!r}", "unknown (use rules, llm or oracle)")
     labels = [load_labels(p) for p in sorted(corpus.glob(f"*{SUFFIX}"))]
-    run = rules_planner(config) if planner == "rules" else (llm or llm_planner(config or Config()))
+    if planner == "oracle":
+        run = llm or oracle_model(config or Config(), corpus).planner(config or Config())
+    else:
+        run = rules_planner(config) if planner == "rules" else (llm or llm_planner(config or Config()))
     clock = now or utcnow()
     stores = [(lab.name, lab.store, lab.preset, lab.now or clock, lab) for lab in labels]
     stores += [(root.relative_to(corpus).as_posix() if root != corpus else root.name, root, name, clock, None) for root, name in ([] if labels else find_stores(corpus, preset))]
     results = []
     for name, root, preset_name, at, lab in stores:
         # named as in the report: the LLM planner scopes its reply keys by it
-        done = run(replace(adhoc_store(root, preset_name), name=name), at)
+        done = _run_store(run, replace(adhoc_store(root, preset_name), name=name), at, lab)
         done = done if isinstance(done, PlannerResult) else PlannerResult(list(done))
         got = [predicted(item) for item in done.items]
         llm_stats = done.llm if done.sent is None or lab is None else {**(done.llm or {}), "coverage": coverage(lab, done.sent)}
-        results.append(StoreResult(name, preset_name, got, score(lab, got) if lab else None, llm_stats, done.error))
-    return EvalReport(corpus, planner, bool(labels), results, getattr(run, "model", None) if planner == "llm" else None)
+        lost = refused_correct(got, run.client.lost(name)) if planner == "oracle" else None
+        results.append(StoreResult(name, preset_name, got, score(lab, got) if lab else None, llm_stats, done.error, lost))
+    return EvalReport(corpus, planner, bool(labels), results, getattr(run, "model", None) if planner != "rules" else None)

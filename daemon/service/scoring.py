@@ -21,7 +21,8 @@ from daemon.stores.presets import PRESETS, get_preset
 RETIRE = "retire"
 SCORED = (MERGE, SUPERSEDE, SOFT_EXPIRE, RETIRE, REINDEX)
 SUFFIX = ".labels.toml"
-_KEYS = {"": {"preset", "now", "description", "reindex", "keep", "merge", "retire"}, "merge": {"notes", "survivor", "why"}, "retire": {"note", "kind", "why"}}
+_KEYS = {"": {"preset", "now", "description", "reindex", "keep", "merge", "retire", "workspace"}, "merge": {"notes", "survivor", "why"},
+         "retire": {"note", "kind", "by", "why"}, "workspace": {"at", "message", "write", "delete"}}  # fmt: skip
 
 
 class PlannedLike(Protocol):
@@ -48,6 +49,16 @@ NOT_PREDICTED = (REFUSED, DUPLICATE)
 
 
 @dataclass(frozen=True)
+class Commit:
+    """One commit of a labeled store's workspace: the files it writes and deletes, and when."""
+
+    at: dt.datetime
+    message: str
+    write: tuple[tuple[str, str], ...]  # (repository path, text)
+    delete: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Labels:
     name: str
     store: Path
@@ -59,6 +70,12 @@ class Labels:
     reindex: bool | None = None
     description: str = ""
     survivors: dict[frozenset[str], str] = field(default_factory=dict)  # merge group -> the note people kept
+    by: dict[str, str] = field(default_factory=dict)  # superseded note -> the newer note that replaces it
+    workspace: tuple[Commit, ...] = ()  # the repository the notes describe, built for the pass; () none
+
+    def shown_with(self, note: str) -> frozenset[str]:
+        """The notes one call must hold for a model to propose this retirement."""
+        return frozenset((note, self.by[note])) if note in self.by else frozenset((note,))
 
 
 def _check(ok: bool, where: str, message: str) -> None:
@@ -120,16 +137,37 @@ def load_labels(path: str | Path) -> Labels:
             survivors[frozenset(notes)] = kept
     grouped = frozenset().union(*merges)
     retire: dict[str, str] = {}
+    by: dict[str, str] = {}
     for n, entry in enumerate(_tables(where, raw, "retire"), 1):
-        note, kind = entry.get("note"), entry.get("kind")
+        note, kind, newer = entry.get("note"), entry.get("kind"), entry.get("by")
         _check(isinstance(note, str) and kind in (SUPERSEDE, SOFT_EXPIRE), where, f"retire {n} needs 'note' and 'kind' = \"supersede\" or \"soft-expire\"")
         _check(note not in retire and note not in grouped and note not in keep, where, f"retire {n}: {note} is also labeled elsewhere (retire, merge or keep)")
+        _check(newer is None or (kind == SUPERSEDE and isinstance(newer, str) and newer != note), where, f"retire {n}: 'by' names the newer note of a supersede, not the note itself")
         retire[note] = kind
+        if newer is not None:
+            by[note] = newer
+    merged_away = {n for g in merges for n in g if survivors.get(g) != n}
+    for note, newer in sorted(by.items()):
+        _check(newer not in retire and newer not in merged_away, where, f"retire {note}: 'by' {newer} is itself retired or merged away")
+    workspace = tuple(_commit(f"{where}: workspace {n}", entry) for n, entry in enumerate(_tables(where, raw, "workspace"), 1))
     root = store.resolve()
-    for note in sorted(keep | grouped | set(retire)):
+    for note in sorted(keep | grouped | set(retire) | set(by.values())):
         plain = not {"", ".", ".."} & set(note.split("/")) and not (root / note).is_symlink()  # as the scan names notes
         _check(plain and (root / note).resolve().is_relative_to(root) and (root / note).is_file(), where, f"names {note!r}, which is not a file of {store.name}/")
-    return Labels(store.name, store, raw["preset"], now, tuple(merges), retire, keep, raw.get("reindex"), str(raw.get("description", "")), survivors)
+    return Labels(store.name, store, raw["preset"], now, tuple(merges), retire, keep, raw.get("reindex"), str(raw.get("description", "")), survivors, by, workspace)
+
+
+def _commit(where: str, entry: dict[str, Any]) -> Commit:
+    at = as_utc(entry["at"]) if isinstance(entry.get("at"), (str, dt.datetime)) else None
+    if at is None:
+        raise ConfigError(f"{where}: 'at' must be an ISO time, e.g. 2026-01-05T10:00:00Z")
+    write, delete = entry.get("write", {}), entry.get("delete", [])
+    _check(isinstance(write, dict) and all(isinstance(t, str) for t in write.values()), where, "'write' must map file paths to their text")
+    _check(_paths(delete), where, "'delete' must be a list of file paths")
+    for path in [*write, *delete]:
+        _check(bool(path) and not path.startswith("/") and not {"", ".", "..", ".git"} & set(path.split("/")), where, f"{path!r} is not a plain relative path")
+    _check(bool(write or delete), where, "a commit writes or deletes at least one file")
+    return Commit(at, str(entry.get("message") or "update"), tuple(sorted(write.items())), tuple(delete))
 
 
 @dataclass(frozen=True)
@@ -206,8 +244,15 @@ class Score:
                      self.destructive + other.destructive, self.false_positives + other.false_positives, self.missed + other.missed,
                      self.survivor + other.survivor, self.other_survivor + other.other_survivor)  # fmt: skip
 
+    def destructive_kinds(self) -> dict[str, int]:
+        """Destructive false positives per scored kind (``retire``: both retiring kinds)."""
+        out = {k: sum(d["kind"] == k for d in self.destructive) for k in SCORED}
+        out[RETIRE] = out[SUPERSEDE] + out[SOFT_EXPIRE]
+        return out
+
     def as_dict(self) -> dict[str, Any]:
-        return {"kinds": {k: c.as_dict() for k, c in self.kinds.items()}, "refused": self.refused, "lossy": self.lossy,
+        harmful = self.destructive_kinds()
+        return {"kinds": {k: c.as_dict() | {"destructive": harmful[k]} for k, c in self.kinds.items()}, "refused": self.refused, "lossy": self.lossy,
                 "destructive": self.destructive, "false_positives": self.false_positives, "missed": self.missed,
                 "survivor": self.survivor.as_dict(), "other_survivor": self.other_survivor}  # fmt: skip
 
@@ -255,6 +300,7 @@ class StoreResult:
     score: Score | None = None  # None: the store has no labels
     llm: dict[str, Any] | None = None  # the model's calls, tokens, cost on this store
     error: str | None = None  # the planner failed here: scored as if it proposed nothing
+    refused_correct: list[dict[str, Any]] | None = None  # oracle only: {kind, notes, reason} it proposed and lost
 
 
 @dataclass
@@ -268,6 +314,13 @@ class EvalReport:
     @property
     def overall(self) -> Score | None:
         return sum((s.score for s in self.stores if s.score), Score()) if self.labeled else None
+
+    @property
+    def refused_correct(self) -> list[dict[str, Any]] | None:
+        """The oracle's lost proposals over all stores, each with its store; None for other planners."""
+        if self.planner != "oracle":
+            return None
+        return [{"store": s.name, **lost} for s in self.stores for lost in s.refused_correct or []]
 
     @property
     def failed(self) -> list[StoreResult]:
@@ -285,11 +338,12 @@ USAGE = ("calls", "prompt_tokens", "completion_tokens")
 
 
 def coverage(labels: Labels, sent: list[frozenset[str]]) -> dict[str, dict[str, int]]:
-    """How many labeled cases the model was shown at all: a merge group when one call held all
-    its notes, a retirement when a call held the note. What was never sent, no model can find:
-    the candidate selection's share of the misses."""
+    """Candidate recall: how many labeled cases one model call showed whole. A merge group when
+    one call held all its notes; a retirement when a call held the note, and for a supersede
+    labeled ``by`` the newer note with it. What was never sent, no model can find: the
+    candidate selection's share of the misses, whatever the model."""
     merges = sum(any(group <= call for call in sent) for group in labels.merges)
-    retire = sum(any(note in call for call in sent) for note in labels.retire)
+    retire = sum(any(labels.shown_with(note) <= call for call in sent) for note in labels.retire)
     return {"merge": {"sent": merges, "expected": len(labels.merges)}, "retire": {"sent": retire, "expected": len(labels.retire)}}
 
 

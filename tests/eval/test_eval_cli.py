@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
 SCORE_KEYS = {"kinds", "refused", "lossy", "destructive", "false_positives", "missed", "survivor", "other_survivor"}
-COUNT_KEYS = {"tp", "fp", "fn", "precision", "recall"}
-TOP_KEYS = {"v", "corpus", "planner", "labeled", "stores", "counts", "overall", "destructive", "llm", "sample"}
+COUNT_KEYS = {"tp", "fp", "fn", "precision", "recall", "destructive"}
+TOP_KEYS = {"v", "corpus", "planner", "labeled", "stores", "counts", "overall", "destructive", "llm", "refused_correct", "sample"}
 SAMPLE_KEYS = {"store", "kind", "state", "source", "title", "rationale", "reason", "notes", "retired", "lossy", "diff_head"}
 
 
-def test_json_of_a_labeled_corpus(cli):
-    done = cli("eval", str(EXAMPLES), "--json")
+def test_json_of_a_labeled_corpus(cli, examples):
+    done = cli("eval", str(examples), "--json")
     assert done.code == 0, done.err
     out = json.loads(done.out)
     assert set(out) == TOP_KEYS
     assert (out["v"], out["planner"], out["labeled"], out["destructive"], out["sample"], out["llm"]) == (1, "rules", True, 0, [], None)
     assert set(out["overall"]) == SCORE_KEYS
     assert set(out["overall"]["kinds"]) == {"merge", "supersede", "soft-expire", "retire", "reindex"}
-    assert out["overall"]["kinds"]["merge"] == {"tp": 9, "fp": 1, "fn": 5, "precision": 0.9, "recall": 0.643}
+    assert out["overall"]["kinds"]["merge"] == {"tp": 9, "fp": 1, "fn": 5, "precision": 0.9, "recall": 0.643, "destructive": 0}
     assert out["overall"]["survivor"] == {"agree": 6, "labeled": 6}
     assert [s["store"] for s in out["stores"]] == sorted(s["store"] for s in out["stores"])
     for store in out["stores"]:
-        assert set(store) == {"store", "preset", "proposals", "counts", "score", "llm"} and store["llm"] is None
+        assert set(store) == {"store", "preset", "proposals", "counts", "score", "llm", "refused_correct"} and store["llm"] is None
         assert all(set(c) == COUNT_KEYS for c in store["score"]["kinds"].values())
     assert out["counts"]["merge"] == {"pending": 10}
 
@@ -40,11 +38,11 @@ def test_json_of_an_unlabeled_corpus_has_counts_and_a_sample(cli, make_store, tm
     assert out["sample"][0]["diff_head"][0].startswith("diff --git ")
 
 
-def test_text_table_of_the_examples(cli):
-    done = cli("eval", str(EXAMPLES))
+def test_text_table_of_the_examples(cli, examples):
+    done = cli("eval", str(examples))
     assert done.code == 0
     assert "rules planner, 8 labeled stores (dry run: nothing written)" in done.out
-    assert "\noverall  " in done.out and "  merge        tp 9   fp 1   fn 5   precision 0.90  recall 0.64" in done.out
+    assert "\noverall  " in done.out and "  merge        tp 9   fp 1   fn 5   precision 0.90  recall 0.64  destructive 0" in done.out
     assert "deepcode-pipeline: false positive merge: gpu-setup-2.md, gpu-setup.md" in done.out
     assert done.out.rstrip().endswith("destructive false positives: 0")
 

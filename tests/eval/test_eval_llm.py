@@ -19,21 +19,22 @@ RECORDING = EXAMPLES / "replies" / "local-qwen.json"
 NOTE = re.compile(r'<note id="(n\d+)" path="([^"]+)"')
 
 # The llm planner (detectors + model) replaying Qwen2.5-Coder-1.5B's answers, recorded with
-# tokens_per_call 2500 and max_output_tokens 700 (bench/eval_llm.md). Measured: the model made
-# 5 proposals (and a 6th reply was cut off at 700 tokens). 3 are refused by the planner's checks
-# (2 quotes not in the note, 1 naming the older note as newer); 1 repeats a detector proposal;
-# 1, a merge of a progress chain (the labels say supersede), passes the checks as a lossy merge:
-# pending for a person, never for a policy, and scored as the one merge false positive it is.
+# tokens_per_call 6000 and max_output_tokens 700 (bench/eval_llm.md): every store fits one
+# whole-store call, so every labeled case was sent to the model whole. Measured: 8 calls, 2
+# replies cut off at 700 tokens; 3 model proposals refused by the planner's checks; 1 passes
+# them as a *lossy* merge of six claude-code-team notes into team/deploy_flow.md, pending for
+# a person (no policy may accept a lossy merge) and scored as the one destructive false
+# positive it is: it would retire three notes the labels keep. The eval exits 9 for it.
 LLM_KINDS = {
-    "merge": {"tp": 9, "fp": 2, "fn": 5, "precision": 0.818, "recall": 0.643},
-    "supersede": {"tp": 2, "fp": 0, "fn": 7, "precision": 1.0, "recall": 0.222},
-    "soft-expire": {"tp": 3, "fp": 0, "fn": 1, "precision": 1.0, "recall": 0.75},
-    "retire": {"tp": 5, "fp": 0, "fn": 8, "precision": 1.0, "recall": 0.385},
-    "reindex": {"tp": 3, "fp": 0, "fn": 0, "precision": 1.0, "recall": 1.0},
+    "merge": {"tp": 9, "fp": 2, "fn": 5, "precision": 0.818, "recall": 0.643, "destructive": 1},
+    "supersede": {"tp": 7, "fp": 0, "fn": 2, "precision": 1.0, "recall": 0.778, "destructive": 0},
+    "soft-expire": {"tp": 3, "fp": 0, "fn": 1, "precision": 1.0, "recall": 0.75, "destructive": 0},
+    "retire": {"tp": 10, "fp": 0, "fn": 3, "precision": 1.0, "recall": 0.769, "destructive": 0},
+    "reindex": {"tp": 3, "fp": 0, "fn": 0, "precision": 1.0, "recall": 1.0, "destructive": 0},
 }
-LLM_TOTALS = {"calls": 8, "prompt_tokens": 10907, "completion_tokens": 3055, "truncated": 1, "model_proposals": 1, "replay_misses": 0}
+LLM_TOTALS = {"calls": 8, "prompt_tokens": 15871, "completion_tokens": 2471, "truncated": 2, "model_proposals": 1, "replay_misses": 0}
 REFUSED_PER_STORE = {
-    "claude-code-team": 0, "claude-code-webapp": 0, "cline-shop": 1, "deepcode-billing": 1, "deepcode-pipeline": 0,
+    "claude-code-team": 0, "claude-code-webapp": 0, "cline-shop": 0, "deepcode-billing": 0, "deepcode-pipeline": 1,
     "generic-ops": 0, "serena-crossref": 1, "serena-goasync": 1,
 }  # fmt: skip
 
@@ -85,36 +86,36 @@ def scripted(monkeypatch: pytest.MonkeyPatch):
     return install
 
 
-def test_replayed_local_qwen_scores_exactly(cli):
+def test_replayed_local_qwen_scores_exactly(cli, examples):
     """The recorded replies of a real model (Qwen2.5-Coder-1.5B via llama.cpp) replayed: the
     whole harness, with its exact figures; nothing reaches the network."""
-    done = cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--json")
-    assert done.code == 0, done.err
+    done = cli("eval", str(examples), "--planner", "llm", "--replay", str(RECORDING), "--json")
+    assert done.code == 9, done.err  # the destructive false positive above
     out = json.loads(done.out)
     assert out["planner"] == "llm" and out["labeled"]
     llm = out["llm"]
     assert (llm["model"], llm["replay"], llm["record"], llm["recorded_model"]) == ("openai/local-qwen", str(RECORDING), None, "openai/local-qwen")
     assert {k: llm[k] for k in LLM_TOTALS} == LLM_TOTALS
     assert llm["failed"] == [] and llm["cost"] is None
-    # what candidate selection showed the model: 3 paraphrased pairs never shared a call
-    assert llm["coverage"] == {"merge": {"sent": 11, "expected": 14}, "retire": {"sent": 11, "expected": 13}}
+    # what candidate selection showed the model: every store whole, so every labeled case
+    assert llm["coverage"] == {"merge": {"sent": 14, "expected": 14}, "retire": {"sent": 13, "expected": 13}}
     assert out["overall"]["kinds"] == LLM_KINDS
-    assert (out["overall"]["refused"], out["overall"]["lossy"], out["destructive"]) == (4, 1, 0)
+    assert (out["overall"]["refused"], out["overall"]["lossy"], out["destructive"]) == (3, 1, 1)
     assert {s["store"]: s["score"]["refused"] for s in out["stores"]} == REFUSED_PER_STORE
     assert all(s["llm"]["calls"] == 1 and s["llm"]["error"] is None and s["llm"]["stopped"] is None for s in out["stores"])
-    assert next(s for s in out["stores"] if s["store"] == "deepcode-pipeline")["llm"]["truncated"] == 1
-    assert out["counts"]["merge"] == {"duplicate": 1, "pending": 11, "refused": 2}
-    assert out["counts"]["supersede"] == {"duplicate": 1, "pending": 2, "refused": 2}
+    assert {s["store"] for s in out["stores"] if s["llm"]["truncated"]} == {"claude-code-webapp", "deepcode-billing"}
+    assert out["counts"]["merge"] == {"pending": 11, "refused": 3}
+    assert out["counts"]["supersede"] == {"pending": 5}
 
 
-def test_llm_without_a_model_is_one_config_line(cli):
-    done = cli("eval", str(EXAMPLES), "--planner", "llm")
+def test_llm_without_a_model_is_one_config_line(cli, examples):
+    done = cli("eval", str(examples), "--planner", "llm")
     assert done.code == 2 and done.out == ""
     assert done.err.startswith("error[config]: --planner llm needs a model") and done.err.count("\n") == 1
     assert "--model NAME" in done.err and "--replay FILE" in done.err
 
 
-def test_a_missing_key_yields_nothing_for_that_group(cli, tmp_path):
+def test_a_missing_key_yields_nothing_for_that_group(cli, tmp_path, examples):
     """A recording without one store's reply: that store gets no model proposal (a replay
     miss, counted), so only the detectors' proposals are scored there; the rest replay as before."""
     data = json.loads(RECORDING.read_text())
@@ -124,9 +125,9 @@ def test_a_missing_key_yields_nothing_for_that_group(cli, tmp_path):
         del data["replies"][key]
     partial = tmp_path / "partial.json"
     partial.write_text(json.dumps(data))
-    full = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--json").out)
-    rules = json.loads(cli("eval", str(EXAMPLES), "--json").out)
-    out = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(partial), "--json").out)
+    full = json.loads(cli("eval", str(examples), "--planner", "llm", "--replay", str(RECORDING), "--json").out)
+    rules = json.loads(cli("eval", str(examples), "--json").out)
+    out = json.loads(cli("eval", str(examples), "--planner", "llm", "--replay", str(partial), "--json").out)
     by_name = lambda report: {s["store"]: s for s in report["stores"]}  # noqa: E731
     ops = by_name(out)["generic-ops"]
     assert ops["llm"]["replay_misses"] == len(dropped) and ops["llm"]["model_proposals"] == 0 and ops["llm"]["error"] is None
@@ -136,58 +137,58 @@ def test_a_missing_key_yields_nothing_for_that_group(cli, tmp_path):
     assert others == {n: s["score"] for n, s in by_name(full).items() if n != "generic-ops"}
 
 
-def test_record_then_replay_gives_the_same_report(cli, scripted, tmp_path):
+def test_record_then_replay_gives_the_same_report(cli, scripted, tmp_path, examples):
     """--record saves every reply and the settings that shaped the calls; --replay of that file,
     with no model option at all, makes the same groups and scores the same."""
     fake = scripted()
     recording = tmp_path / "rec.json"
-    live = cli("eval", str(EXAMPLES), "--planner", "llm", "--model", "openai/scripted", "--api-base", "http://127.0.0.1:9/v1",
-               "--llm-option", "tokens_per_call=1500", "--llm-option", "max_output_tokens=300", "--record", str(recording), "--json")  # fmt: skip
+    live = cli("eval", str(examples), "--planner", "llm", "--model", "openai/scripted", "--api-base", "http://127.0.0.1:9/v1",
+               "--llm-option", "tokens_per_call=2500", "--llm-option", "max_output_tokens=300", "--record", str(recording), "--json")  # fmt: skip
     assert live.code == 0, live.err
     first = json.loads(live.out)
     assert first["llm"]["record"] == str(recording) and first["llm"]["model"] == "openai/scripted"
-    assert len(fake.requests) == first["llm"]["calls"] > 6  # 1,500 tokens a call: some stores need two
+    assert len(fake.requests) == first["llm"]["calls"] > 6  # 2,500 tokens a call: some stores need two
     settings = fake.requests[0][1]
-    assert (settings.tokens_per_call, settings.max_output_tokens, settings.api_base) == (1500, 300, "http://127.0.0.1:9/v1")
+    assert (settings.tokens_per_call, settings.max_output_tokens, settings.api_base) == (2500, 300, "http://127.0.0.1:9/v1")
     saved = json.loads(recording.read_text())
     assert saved["model"] == "openai/scripted" and len(saved["replies"]) == len(fake.requests)
-    assert saved["settings"]["tokens_per_call"] == 1500 and saved["settings"]["max_output_tokens"] == 300
+    assert saved["settings"]["tokens_per_call"] == 2500 and saved["settings"]["max_output_tokens"] == 300
     assert all(key.split("/")[0] in {s["store"] for s in first["stores"]} for key in saved["replies"])
     webapp = next(s for s in first["stores"] if s["store"] == "claude-code-webapp")
-    assert webapp["llm"]["model_proposals"] == 1 and webapp["score"]["kinds"]["supersede"]["tp"] == 1
+    assert webapp["llm"]["model_proposals"] == 1 and webapp["score"]["kinds"]["supersede"]["tp"] == 3  # with the status-chain detector's
 
     fake.requests.clear()
-    again = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(recording), "--json").out)
+    again = json.loads(cli("eval", str(examples), "--planner", "llm", "--replay", str(recording), "--json").out)
     assert fake.requests == []  # no live client was asked
     assert again["llm"]["replay_misses"] == 0 and again["llm"]["recorded_model"] == "openai/scripted"
     assert [s["score"] for s in again["stores"]] == [s["score"] for s in first["stores"]]
     assert {k: again["llm"][k] for k in ("calls", "prompt_tokens", "completion_tokens")} == {k: first["llm"][k] for k in ("calls", "prompt_tokens", "completion_tokens")}
 
 
-def test_a_model_failure_is_one_store_line_and_the_rest_runs(cli, scripted):
+def test_a_model_failure_is_one_store_line_and_the_rest_runs(cli, scripted, examples):
     """503 on cline-shop: that store says so in one line and proposes nothing; the others are
     scored as usual; the full report is printed and the exit code is 7."""
     scripted(fail=("cline-shop",))
-    done = cli("eval", str(EXAMPLES), "--planner", "llm", "--model", "openai/scripted")
+    done = cli("eval", str(examples), "--planner", "llm", "--model", "openai/scripted")
     assert done.code == 7
     assert "model: openai/scripted\n" in done.out and "model calls per store" in done.out
     assert "  cline-shop: FAILED: error[planner]: the model part of the pass failed: " in done.out
     assert done.err.count("\n") == 1 and done.err.startswith("eval: cline-shop: error[planner]") and "503" in done.err
-    out = json.loads(cli("eval", str(EXAMPLES), "--planner", "llm", "--model", "openai/scripted", "--json").out)
+    out = json.loads(cli("eval", str(examples), "--planner", "llm", "--model", "openai/scripted", "--json").out)
     shop = next(s for s in out["stores"] if s["store"] == "cline-shop")
     assert shop["proposals"] == 0 and shop["llm"]["calls"] == 1 and "503" in shop["llm"]["error"]
     assert out["llm"]["failed"] == ["cline-shop"]
     assert all(s["llm"]["error"] is None for s in out["stores"] if s["store"] != "cline-shop")
-    assert sum(s["proposals"] for s in out["stores"]) == 17  # the detectors' 16 elsewhere, and the model's one
+    assert sum(s["proposals"] for s in out["stores"]) == 20  # the detectors' 19 elsewhere (3 of them status chains), and the model's one
 
 
-def test_model_from_the_config_and_costs_summed(cli, scripted, tmp_path):
+def test_model_from_the_config_and_costs_summed(cli, scripted, tmp_path, examples):
     """The global [llm] of --config names the model; options override it key by key; a priced
     model's cost is summed per store and overall (null when unpriced: see the replay test)."""
     fake = scripted(cost=0.0005)
     config = tmp_path / "dreamd.toml"
     config.write_text('[llm]\nmodel = "openai/from-config"\napi_base = "http://127.0.0.1:9/v1"\ntokens_per_call = 3000\n')
-    out = json.loads(cli("--config", str(config), "eval", str(EXAMPLES), "--planner", "llm", "--llm-option", "retries=0", "--json").out)
+    out = json.loads(cli("--config", str(config), "eval", str(examples), "--planner", "llm", "--llm-option", "retries=0", "--json").out)
     settings = fake.requests[0][1]
     assert (settings.model, settings.api_base, settings.tokens_per_call, settings.retries) == ("openai/from-config", "http://127.0.0.1:9/v1", 3000, 0)
     assert out["llm"]["model"] == "openai/from-config"
@@ -207,22 +208,23 @@ def test_model_from_the_config_and_costs_summed(cli, scripted, tmp_path):
         (("--planner", "llm", "--model", "openai/x", "--record", "/nonexistent/r.json"), "error[config]: --record /nonexistent/r.json: its folder does not exist"),
     ],
 )
-def test_bad_model_options_exit_2_with_one_line(cli, args, message):
-    done = cli("eval", str(EXAMPLES), *args)
+def test_bad_model_options_exit_2_with_one_line(cli, args, message, examples):
+    done = cli("eval", str(examples), *args)
     assert done.code == 2 and done.out == ""
     assert done.err.startswith(message) and done.err.count("\n") == 1
 
 
-def test_text_report_names_the_replayed_model(cli):
-    done = cli("eval", str(EXAMPLES), "--planner", "llm", "--replay", str(RECORDING), "--sample", "20")
+def test_text_report_names_the_replayed_model(cli, examples):
+    done = cli("eval", str(examples), "--planner", "llm", "--replay", str(RECORDING), "--sample", "40")
     assert f"model: openai/local-qwen, replayed from {RECORDING}, recorded from openai/local-qwen (no network)" in done.out
-    assert "\nmodel calls per store (cost '-': the model has no price)\n" in done.out
-    assert re.search(r"\noverall +8 +10,907 +3,055 +- +1 +1 +0\n", done.out)
-    assert "labeled cases the model was shown: merge groups 11/14 (all notes in one call), retirements 11/13" in done.out
-    assert "] supersede [refused] " in done.out and "  refused: evidence quote " in done.out  # the sample says why
+    assert "\nmodel calls per store (cost '-': the model has no price; candidates: labeled cases one call showed whole)\n" in done.out
+    assert re.search(r"\noverall +8 +15,871 +2,471 +- +1 +2 +0 +27/27\n", done.out)
+    assert "candidate recall: merge groups 14/14 (all notes in one call), retirements 13/13 (with the newer note, for a supersede labeled 'by')" in done.out
+    assert "[claude-code-team] merge [pending] LOSSY Merge deploy_flow.md, feedback_db_tests.md" in done.out  # the sample flags it
+    assert "  claude-code-team: DESTRUCTIVE merge: feedback_real_db.md, team/oncall.md, user_role.md\n" in done.out
 
 
-def test_service_api_and_option_parsing():
+def test_service_api_and_option_parsing(examples):
     assert parse_options(["tokens_per_call=2500", "api_base=http://h:1/v1", "temperature=0.2"]) == {
         "tokens_per_call": 2500, "api_base": "http://h:1/v1", "temperature": 0.2,
     }  # fmt: skip
@@ -230,7 +232,7 @@ def test_service_api_and_option_parsing():
         eval_model(Config())
     model = eval_model(Config(), replay=RECORDING)
     assert model.settings.model == "openai/local-qwen" and model.describe()["replay"] == str(RECORDING)
-    report = run_eval(EXAMPLES, planner="llm", llm=model.planner(Config()))
+    report = run_eval(examples, planner="llm", llm=model.planner(Config()))
     assert report.model == model.describe() and report.llm["failed"] == []
 
 
@@ -259,6 +261,7 @@ def test_an_unlabeled_corpus_with_the_llm_planner(make_store, tmp_path):
     report = run_eval(tmp_path / "corpus", planner="llm", llm=model.planner(Config()))
     (store,) = report.stores
     assert (store.name, store.score, store.error) == ("generic/web", None, None)
-    assert [(p.kind, p.state, p.source) for p in store.proposals] == [("supersede", "pending", "model:openai/scripted")]
+    # the two progress notes are a status chain: the detector proposes it first, the model's same change is a duplicate
+    assert [(p.kind, p.state, p.source) for p in store.proposals] == [("supersede", "pending", "detector:status-chain@1"), ("supersede", "duplicate", "model:openai/scripted")]
     assert "coverage" not in store.llm and report.llm["calls"] == 1 and "coverage" not in report.llm
     assert fake.requests[0][0].key == "generic/web/project_progress_0302.md|generic/web/project_progress_0304.md"
