@@ -17,7 +17,12 @@ every Draft (detector or model) goes through later:
   checked for loss: a merge that drops a sentence without saying why is kept but marked
   ``lossy``, which no policy may accept on its own;
 - a merge may fold its notes into a new note (``new_path``, ``new_title``): a plain, unused
-  markdown path the agent reads (``newnote``).
+  markdown path the agent reads (``newnote``);
+- a merge with a note related to none of its others (no content word of its text or name
+  shared, no candidate group shared) is kept for a person only: its confidence is at most
+  ``UNRELATED_CONFIDENCE``, which no shipped policy accepts. People fold notes that share
+  no words (a tech stack and a style guide into one guide), so it is not refused; but a
+  model shown a whole store may also lump an unrelated note in, and only a person can tell.
 
 A failed check gives a ``Refusal`` with the reason and the raw proposal: refusals are the
 planner's error rate and are recorded, never dropped.
@@ -34,7 +39,7 @@ from daemon.core import frontmatter
 from daemon.core.notes import Note
 from daemon.core.proposals import MERGE, SOFT_EXPIRE, SUPERSEDE, Draft, Evidence
 from daemon.core.view import StoreView
-from daemon.planners.llm.derive import derive
+from daemon.planners.llm.derive import content_words, derive
 from daemon.planners.llm.lossless import invented, uncovered
 from daemon.planners.llm.newnote import clean_title, new_note_data, path_problem
 from daemon.planners.llm.prompts import unescape_data
@@ -44,6 +49,7 @@ from daemon.planners.survivor import choose
 
 MIN_QUOTE = 4  # characters: shorter "quotes" match almost anywhere
 DERIVED_CONFIDENCE = 0.5  # at most, when dreamd chose the evidence lines itself
+UNRELATED_CONFIDENCE = 0.5  # at most, for a merge with a note that shares nothing with the rest
 MAX_RATIONALE = 1500
 
 
@@ -54,6 +60,7 @@ class Sent:
     ids: Mapping[str, str]  # prompt id -> note path
     texts: Mapping[str, str]  # note path -> its text after redaction (what the model read)
     view: StoreView
+    related: tuple[frozenset[str], ...] = ()  # the candidate groups of the call (a whole store's hints)
 
     def resolve(self, name: str) -> str | None:
         """The path an id (or the exact path of a sent note) stands for; None if unsent."""
@@ -210,6 +217,10 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
         raise _Refused(f"merged_body states what none of the merged notes says: “{_short(added[0])}”")
     missing = uncovered(bodies, body, [(d.text, d.reason) for d in p.dropped])
     rationale = _clean(p.rationale)
+    stranger = _unrelated(notes, sent)
+    if stranger is not None:
+        confidence = min(confidence, UNRELATED_CONFIDENCE)
+        rationale += f" {stranger} shares no word and no candidate group with the other notes: only a person can tell whether it belongs."
     if missing:
         rationale += (
             f" Lossy: {len(missing)} sentence{'s' if len(missing) > 1 else ''} of the merged notes "
@@ -230,6 +241,18 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
         rationale=rationale, evidence=evidence, retire=retire, survivor=survivor,
         survivor_data=None if data == note.data else data, lossy=bool(missing),
     )  # fmt: skip
+
+
+def _unrelated(notes: tuple[str, ...], sent: Sent) -> str | None:
+    """The first note of a merge related to none of its other notes: no content word of its
+    text or file name shared, and no candidate group of the call shared either."""
+    said = {n: content_words(sent.body(n) + " " + re.sub(r"[^0-9A-Za-z]+", " ", n.rsplit("/", 1)[-1].removesuffix(".md"))) for n in notes}
+    for note in notes:
+        others = frozenset().union(*(words for other, words in said.items() if other != note))
+        grouped = any(note in group and len(group & set(notes)) > 1 for group in sent.related)
+        if not said[note] & others and not grouped:
+            return note
+    return None
 
 
 def _merge_into_new(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, ...], confidence: float, sent: Sent, source: str, rationale: str, body: str, lossy: bool) -> Draft:

@@ -40,7 +40,7 @@ from daemon.core.view import StoreView, utc
 from daemon.llm.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
 from daemon.planners.llm.candidates import select, sendable
 from daemon.planners.llm.packing import Batch, pack
-from daemon.planners.llm.whole import pack_whole, whole_store
+from daemon.planners.llm.whole import WHOLE, pack_whole, whole_store
 from daemon.planners.llm.checks import Refusal, Sent, check
 from daemon.planners.llm.injection import flag
 from daemon.planners.llm.prompts import PromptBatch, Templates, load_templates, prompt_batch
@@ -170,7 +170,8 @@ class _Run:
                 status = REPAIRED
         record(status if reply is not None else FAILED, error)
         if reply is not None:
-            self._accept(reply, Sent(pb.ids, {p: self.texts[p] for p in batch.paths}, self.view))
+            related = tuple(frozenset(g.paths) for g in batch.groups if WHOLE not in g.reasons)
+            self._accept(reply, Sent(pb.ids, {p: self.texts[p] for p in batch.paths}, self.view, related))
         return True
 
     def _send(self, request: ModelRequest, usage: Usage, record: Callable[..., None]) -> tuple[Reply | None, str | None, bool]:

@@ -244,3 +244,46 @@ def test_the_store_not_the_model_chooses_which_note_keeps_the_merged_text() -> N
     assert (draft.survivor, draft.retire) == ("b.md", ("a.md",))
     assert "The merged text goes into b.md, not a.md as the model said: it is the most referenced" in draft.rationale
     assert draft.survivor_data == b"One fact here.\nA second fact.\n"
+
+
+UNRELATED_MERGE = (
+    "# Deploying\nRun make release, then push the new tag.\nThe fern by the window is watered on Mondays.\n"
+)
+
+
+def _lumped(related: tuple[frozenset[str], ...] = ()) -> Draft | Refusal:
+    v = view(
+        note("deploy.md", "# Deploying\nRun make release, then push the new tag.\n"),
+        note("deploy-api.md", "# API deployment\nRun make release, then push the new tag.\n"),
+        note("plants.md", "# Office plants\nThe fern by the window is watered on Mondays.\n"),
+    )
+    sent = sent_for(v, "deploy.md", "deploy-api.md", "plants.md")
+    if related:
+        from dataclasses import replace
+
+        sent = replace(sent, related=related)
+    quotes = [{"note": "n1", "quote": "Run make release, then push the new tag."}, {"note": "n2", "quote": "Run make release, then push the new tag."}]
+    return check(proposal("merge", notes=["n1", "n2", "n3"], survivor="n1", merged_body=UNRELATED_MERGE, evidence=quotes, confidence=0.95), sent, SOURCE)
+
+
+def test_a_merge_that_lumps_in_an_unrelated_note_is_kept_for_a_person_only() -> None:
+    """A note sharing no word and no candidate group with the rest caps the merge's confidence at 0.5 and says why."""
+    draft = _lumped()
+    assert isinstance(draft, Draft) and not draft.lossy
+    assert draft.confidence == 0.5
+    assert draft.rationale.endswith("plants.md shares no word and no candidate group with the other notes: only a person can tell whether it belongs.")
+
+
+def test_the_trusting_policy_does_not_accept_such_a_merge() -> None:
+    """The shipped trusting policy accepts confident non-lossy model merges, but not one capped as unrelated."""
+    from daemon.policies.load import load_policy, shipped_policy
+
+    policy = load_policy(shipped_policy("trusting"))
+    rule = next(r for r in policy.rules if r.sources and any(s.startswith("model:") for s in r.sources))
+    assert rule.min_confidence is not None and rule.min_confidence > _lumped().confidence
+
+
+def test_notes_sharing_no_word_but_a_candidate_group_keep_the_models_confidence() -> None:
+    """Notes a candidate group put together (shared rare terms, names, a series) are related: the confidence stands."""
+    draft = _lumped(related=(frozenset({"deploy.md", "deploy-api.md", "plants.md"}),))
+    assert isinstance(draft, Draft) and draft.confidence == 0.95
