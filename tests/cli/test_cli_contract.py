@@ -22,7 +22,7 @@ DOCUMENTED = {
     "evidence", "base", "result", "diff", "state_reason", "reads", "pass_id", "created_at", "updated_at", "decisions",
 }  # fmt: skip
 REQUIRED = {"id", "store", "kind", "state", "paths", "source", "confidence", "rationale", "base", "result", "diff"}
-PASS_KEYS = {"store", "status", "pass_id", "root_hash", "stats", "proposals", "skipped_files", "external_changes", "stale"}
+PASS_KEYS = {"store", "status", "pass_id", "root_hash", "stats", "proposals", "skipped_files", "external_changes", "stale", "findings"}
 ANSI = re.compile(r"\x1b\[")
 
 

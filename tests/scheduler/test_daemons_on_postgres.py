@@ -37,7 +37,7 @@ def test_two_daemons_take_turns_on_a_shared_store(pg_url, tmp_path, make_store, 
     finally:
         engine.dispose()
     runners = {p.runner.rpartition(":")[0] for p in rows}
-    assert len(runners) == 1 and len({p.runner for p in rows}) > 2  # workers of both daemons, one host
+    assert len(runners) == 1 and len({p.runner for p in rows}) >= 2  # (pooled) workers of both daemons, one host
     worked = sorted((p.started_at, p.finished_at, p.id) for p in rows if p.status == "completed" or (p.status == "skipped" and "store busy" not in (p.error or "")))
     assert worked and all(p.status in ("completed", "skipped") for p in rows)
     busy = [p for p in rows if p.status == "skipped" and "store busy" in (p.error or "")]

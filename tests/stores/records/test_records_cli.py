@@ -47,9 +47,8 @@ def test_a_file_that_is_not_a_database_is_one_line_and_exit_3(cli, tmp_path):
 
 def test_memories_beyond_the_prompts_limit_are_a_finding_naming_them(cli, tmp_path):
     """Twelve memories where Dexto's prompt shows the ten newest: the pass names the two oldest, in text and JSON."""
-    from conftest import T
-
-    memories = [dexto_db.memory(f"mem{i:09d}", f"Fact number {i}: port {8000 + i} serves service {i}.", T + i * 1_000) for i in range(12)]
+    start = 1_733_000_000_000  # ms, as Dexto's Date.now() writes it
+    memories = [dexto_db.memory(f"mem{i:09d}", f"Fact number {i}: port {8000 + i} serves service {i}.", start + i * 1_000) for i in range(12)]
     db = dexto_db.create(tmp_path / "agent.db", memories)
     run = cli("pass", "--store", str(db), "--preset", "dexto", "--dry-run")
     assert "finding [over-prompt-limit]: 12 memories, and the agent's prompt shows only the 10 newest (limit 10 in Dexto's bundled agents): 2 are never read\n" in run.err
