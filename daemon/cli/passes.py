@@ -41,7 +41,10 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
     with Stages() as stages:
         report = run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=stages.progress)
     at = report.at.isoformat() if report.at and report.pass_id is not None else None
-    items = [planned_json(o, store.name, report.pass_id, at) for o in report.outcomes]
+    from daemon.service.workspace import store_kind
+
+    kind = store_kind(store.preset)
+    items = [planned_json(o, store.name, report.pass_id, at, kind) for o in report.outcomes]
     if as_json:
         emit_json({
             "store": report.store, "status": report.status, "pass_id": report.pass_id,

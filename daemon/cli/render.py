@@ -79,14 +79,14 @@ def diff_text(diff: str) -> str:
     return "".join(out)
 
 
-def planned_json(outcome: Any, store: str, pass_id: int | None = None, at: str | None = None) -> dict[str, Any]:
+def planned_json(outcome: Any, store: str, pass_id: int | None = None, at: str | None = None, store_kind: str = "files") -> dict[str, Any]:
     """A proposal from a pass (``dreamd pass --json``): the same keys as ``show --json``;
     ``id``, ``pass_id`` and the times are null in a dry run (nothing is stored)."""
     planned = outcome.planned
     change = planned.change
     draft = planned.draft
     return {
-        "id": outcome.id, "store": store, "kind": draft.kind, "state": outcome.state,
+        "id": outcome.id, "store": store, "store_kind": store_kind, "kind": draft.kind, "state": outcome.state,
         "paths": planned.paths, "source": draft.source, "confidence": draft.confidence,
         "lossy": draft.lossy, "title": draft.title, "rationale": draft.rationale,
         "evidence": [e.as_dict() for e in draft.evidence],
@@ -105,6 +105,8 @@ def proposal_header(p: dict[str, Any]) -> str:
         f"  source: {p['source']}  confidence: {p['confidence']:.2f}",
         f"  why: {p['rationale']}",
     ]
+    if p.get("store_kind") == "records":
+        lines.append("  records: paths are record keys; a retired record is deleted from the table, its exact value kept by dreamd")
     if p.get("state_reason"):
         lines.append(f"  note: {p['state_reason']}")
     for e in p.get("evidence", []):

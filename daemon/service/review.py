@@ -7,7 +7,7 @@ tombstones that key, so a later pass that finds the same change records it as su
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sqlalchemy import Connection
@@ -16,6 +16,7 @@ from daemon.core.errors import ProposalError
 from daemon.core.proposals import ACCEPTED, PENDING, REJECTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service.context import App
+from daemon.service.workspace import store_kind
 from daemon.service.workspace import store_name as store_name_of
 
 
@@ -42,6 +43,7 @@ class ProposalView:
     created_at: str
     updated_at: str
     decisions: list[dict[str, Any]] = field(default_factory=list)
+    store_kind: str = "files"  # or "records": paths are record keys (see workspace.store_kind)
 
     @property
     def paths(self) -> list[str]:
@@ -49,7 +51,7 @@ class ProposalView:
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "id": self.id, "store": self.store, "kind": self.kind, "state": self.state,
+            "id": self.id, "store": self.store, "store_kind": self.store_kind, "kind": self.kind, "state": self.state,
             "paths": self.paths, "source": self.source, "confidence": self.confidence,
             "lossy": self.lossy, "title": self.title, "rationale": self.rationale,
             "evidence": self.evidence, "base": self.base, "result": self.result, "diff": self.diff,
@@ -67,12 +69,13 @@ def locate(app: App, proposal_id: int) -> tuple[int, int]:
     return store_id, proposal_id
 
 
-def _views(conn: Connection, store_name: str, store_id: int, rows: list[Any]) -> list[ProposalView]:
-    """Views of many proposals with two extra queries in all, not two per proposal."""
+def _views(conn: Connection, store: Any, rows: list[Any]) -> list[ProposalView]:
+    """Views of many proposals of ``store`` (its row) with two extra queries in all, not two per proposal."""
     ids = [row.id for row in rows]
-    files = repo.files_of(conn, store_id, ids)
-    decisions = repo.decisions_of(conn, store_id, ids)
-    return [_view(store_name, row, files.get(row.id, {}), decisions.get(row.id, [])) for row in rows]
+    files = repo.files_of(conn, store.id, ids)
+    decisions = repo.decisions_of(conn, store.id, ids)
+    kind = store_kind(store.preset)
+    return [replace(_view(store.name, row, files.get(row.id, {}), decisions.get(row.id, [])), store_kind=kind) for row in rows]
 
 
 def _view(store_name: str, row: Any, files: dict[str, tuple[str | None, str | None]], decided: list[Any]) -> ProposalView:
@@ -98,7 +101,7 @@ def list_proposals(app: App, store_name: str | None = None, states: list[str] | 
         for store in repo.all_stores(conn):
             if store_name and store.name != store_name:
                 continue
-            found += _views(conn, store.name, store.id, repo.list_proposals(conn, store.id, states))
+            found += _views(conn, store, repo.list_proposals(conn, store.id, states))
     return found
 
 
@@ -106,7 +109,7 @@ def get_proposal(app: App, proposal_id: int) -> ProposalView:
     store_id, _ = locate(app, proposal_id)
     with app.engine().connect() as conn:
         store = repo.store_by_id(conn, store_id)
-        return _views(conn, store.name, store_id, [repo.get_proposal(conn, store_id, proposal_id)])[0]
+        return _views(conn, store, [repo.get_proposal(conn, store_id, proposal_id)])[0]
 
 
 def decide(app: App, proposal_id: int, decision: str, reason: str | None = None, *, actor: str | None = None) -> ProposalView:

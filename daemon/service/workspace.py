@@ -149,6 +149,14 @@ def _same_folder(name: str, row: Any, root: str, identity: str) -> None:
         )
 
 
+def store_kind(preset: str) -> str:
+    """What a store of ``preset`` keeps: ``files`` (a folder of notes) or ``records`` (a
+    database of records, named by key: Dexto's)."""
+    from daemon.stores.presets import get_preset
+
+    return "records" if get_preset(preset).records else "files"
+
+
 def registered_roots(app: App, store_id: int, store: StoreConfig) -> port.Roots:
     """The store's roots for a write (apply, revert, recovery, resolve), refused when its
     folder is not the one registered."""

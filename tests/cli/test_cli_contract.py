@@ -18,7 +18,7 @@ import pytest
 DREAMD = str(Path(sys.executable).with_name("dreamd"))
 # The README's "JSON output (stable)": every proposal of show/proposals/pass --json has these keys.
 DOCUMENTED = {
-    "id", "store", "kind", "state", "paths", "source", "confidence", "lossy", "title", "rationale",
+    "id", "store", "store_kind", "kind", "state", "paths", "source", "confidence", "lossy", "title", "rationale",
     "evidence", "base", "result", "diff", "state_reason", "reads", "pass_id", "created_at", "updated_at", "decisions",
 }  # fmt: skip
 REQUIRED = {"id", "store", "kind", "state", "paths", "source", "confidence", "rationale", "base", "result", "diff"}

@@ -61,3 +61,18 @@ def test_a_store_within_the_limit_has_no_finding(cli, dexto):
     """Four memories under a limit of ten: no finding, and no findings count in the stats."""
     report = json.loads(cli("pass", "--store", str(dexto), "--preset", "dexto", "--json").out)
     assert report["findings"] == [] and "findings" not in report["stats"]
+
+
+def test_show_says_a_proposal_is_about_records(cli, dexto):
+    """``show --json`` gives store_kind "records" and the text names what its paths are; a folder store's say "files"."""
+    cli("pass", "--store", str(dexto), "--preset", "dexto")
+    shown = json.loads(cli("show", "1", "--json").out)
+    assert shown["store_kind"] == "records"
+    assert "\n  records: paths are record keys; a retired record is deleted from the table, its exact value kept by dreamd\n" in cli("show", "1").out
+
+
+def test_a_folder_stores_proposals_are_files(cli, example_store):
+    """A proposal of a folder store has store_kind "files" and no records line."""
+    cli("pass", "--store", str(example_store), "--preset", "deepcode")
+    shown = json.loads(cli("show", "1", "--json").out)
+    assert shown["store_kind"] == "files" and "records:" not in cli("show", "1").out
