@@ -11,11 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from unidiff import PatchSet
 from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
 
-from daemon.core.errors import DiffError
-from daemon.core.patch import unquote_git
+from daemon.core.patch import empty_removal, parsed, strip_prefix, unquote_git
 
 ADDED, REMOVED, CONTEXT, NO_NEWLINE = "added", "removed", "context", "no-newline"
 _KINDS = {LINE_TYPE_ADDED: ADDED, LINE_TYPE_REMOVED: REMOVED, LINE_TYPE_CONTEXT: CONTEXT, LINE_TYPE_NO_NEWLINE: NO_NEWLINE}
@@ -96,13 +94,6 @@ class FileDiff:
         return sum(r.kind == REMOVED for h in self.hunks for r in h.rows)
 
 
-def _path(name: str) -> str | None:
-    if name == "/dev/null":
-        return None
-    name = unquote_git(name)
-    return name[2:] if name.startswith(("a/", "b/")) else name
-
-
 def _sections(diff: str) -> list[tuple[list[str], str]]:
     """(git header lines, the rest) of each ``diff --git`` section; a plain diff is one section."""
     sections: list[tuple[list[str], list[str]]] = []
@@ -120,14 +111,13 @@ def _sections(diff: str) -> list[tuple[list[str], str]]:
 
 
 def _files(headers: list[str], body: str) -> list[FileDiff]:
-    try:
-        patched = list(PatchSet(body))
-    except Exception as exc:  # unidiff raises its own UnidiffParseError and ValueErrors
-        raise DiffError(f"diff does not parse: {exc}") from exc
+    if any(h.startswith("deleted file mode ") for h in headers) and not body.startswith("--- "):
+        body = "\n".join([*empty_removal(headers[0]), body])  # an empty file removed: git writes no ---/+++
+    patched = list(parsed(body))
     renamed = {m.group(1): unquote_git(m.group(2)) for m in map(_RENAME.fullmatch, headers) if m}
     if not patched:  # a rename with no edit, or a mode change: only the header says what
         return [FileDiff(renamed.get("from"), renamed.get("to"), tuple(headers[1:]), ())]
-    return [FileDiff(_path(f.source_file), _path(f.target_file), tuple(headers[1:]), tuple(map(_hunk, f))) for f in patched]
+    return [FileDiff(strip_prefix(f.source_file), strip_prefix(f.target_file), tuple(headers[1:]), tuple(map(_hunk, f))) for f in patched]
 
 
 def _hunk(hunk) -> Hunk:  # noqa: ANN001 - unidiff's Hunk

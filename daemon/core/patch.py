@@ -12,7 +12,8 @@ from typing import Any
 from daemon.core.errors import DiffError
 
 
-def _strip_prefix(name: str) -> str | None:
+def strip_prefix(name: str) -> str | None:
+    """A diff's file name as a store path: unquoted, without git's a/ or b/; None for /dev/null."""
     if name == "/dev/null":
         return None
     name = unquote_git(name)
@@ -126,7 +127,7 @@ def _git_sections(diff: str) -> tuple[str, dict[str, str]]:
             if set(moved) == {"from", "to"}:
                 renames[moved["to"]] = moved["from"]
             if deleted and not (j < len(lines) and lines[j].startswith("--- ")):
-                out += _empty_removal(lines[i])
+                out += empty_removal(lines[i])
             i = j
             continue
         out.append(lines[i])
@@ -134,7 +135,7 @@ def _git_sections(diff: str) -> tuple[str, dict[str, str]]:
     return "\n".join(out), renames
 
 
-def _empty_removal(header: str) -> list[str]:
+def empty_removal(header: str) -> list[str]:
     """``---``/``+++`` lines for a removed empty file, from ``diff --git a/P b/P`` (both halves
     the same path, as git writes them, quoted or not)."""
     rest = header[len("diff --git ") :]
@@ -145,7 +146,7 @@ def _empty_removal(header: str) -> list[str]:
     return [f"--- {old}", "+++ /dev/null"]
 
 
-def _parsed(text: str) -> Any:
+def parsed(text: str) -> Any:
     """The diff parsed by unidiff (imported here: a pass that finds nothing to do parses no diff)."""
     from unidiff import PatchSet
 
@@ -159,11 +160,11 @@ def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]
     """Apply ``diff`` to ``base`` (path -> bytes, None for absent) and return every file it
     names; a renamed file's old path is in the result as removed."""
     text, renames = _git_sections(diff)
-    patch = _parsed(text)
+    patch = parsed(text)
     results: dict[str, bytes | None] = {}
     for patched in patch:
-        source = _strip_prefix(patched.source_file)
-        target = _strip_prefix(patched.target_file)
+        source = strip_prefix(patched.source_file)
+        target = strip_prefix(patched.target_file)
         path = target or source
         if path is None:
             raise DiffError("diff names no file")
@@ -185,14 +186,14 @@ def rebuild(diff: str, base: dict[str, bytes | None]) -> dict[str, bytes | None]
 def file_stats(diff: str) -> list[tuple[str, int, int]]:
     """Per file of a diff: its path (``old => new`` for a rename), lines added, lines removed."""
     text, renames = _git_sections(diff)
-    patch = _parsed(text)
+    patch = parsed(text)
     stats = []
     for patched in patch:
-        target = _strip_prefix(patched.target_file)
-        path = _strip_prefix(patched.source_file) if target is None else target
+        target = strip_prefix(patched.target_file)
+        path = strip_prefix(patched.source_file) if target is None else target
         shown = f"{renames[path]} => {path}" if path in renames else str(path)
         stats.append((shown, patched.added, patched.removed))
-    edited = {_strip_prefix(p.target_file) for p in patch}
+    edited = {strip_prefix(p.target_file) for p in patch}
     stats += [(f"{source} => {target}", 0, 0) for target, source in renames.items() if target not in edited]
     return stats
 
@@ -204,8 +205,8 @@ def edit_lines(diff: str, path: str) -> tuple[list[str], list[str]]:
 
     removed: list[str] = []
     added: list[str] = []
-    for patched in _parsed(_git_sections(diff)[0]):
-        if path in (_strip_prefix(patched.source_file), _strip_prefix(patched.target_file)):
+    for patched in parsed(_git_sections(diff)[0]):
+        if path in (strip_prefix(patched.source_file), strip_prefix(patched.target_file)):
             for hunk in patched:
                 removed += [line.value for line in hunk if line.line_type == LINE_TYPE_REMOVED]
                 added += [line.value for line in hunk if line.line_type == LINE_TYPE_ADDED]

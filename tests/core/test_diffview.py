@@ -68,3 +68,11 @@ def test_a_diff_that_does_not_parse_is_a_diff_error():
     """A hunk header promising more lines than follow is refused, not drawn half."""
     with pytest.raises(DiffError):
         parse("--- a/a.md\n+++ b/a.md\n@@ -1,5 +1,5 @@\n one\n")
+
+
+def test_the_removal_of_an_empty_file_names_the_file():
+    """git writes no ---/+++ lines for an empty file it deletes: the file is still named, with no hunk."""
+    from daemon.core.diffview import parse
+
+    (removed,) = parse("diff --git a/empty.md b/empty.md\ndeleted file mode 100644\nindex e69de29..0000000\n")
+    assert (removed.old_path, removed.new_path, removed.hunks) == ("empty.md", None, ())
