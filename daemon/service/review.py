@@ -7,6 +7,7 @@ tombstones that key, so a later pass that finds the same change records it as su
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -181,15 +182,36 @@ def select_pending(app: App, selection: Selection) -> list[int]:
 def unreject(app: App, proposal_id: int, reason: str | None = None) -> ProposalView:
     """Take a rejection back: the tombstone is lifted, so the change may be proposed again, and
     the proposal itself is pending again (apply still checks every byte it was made from)."""
+
+    def lift(conn: Connection, store_id: int, row: Any) -> None:
+        repo.drop_change_tombstone(conn, store_id, row.change_key)
+
+    return _take_back(app, proposal_id, REJECTED, "unrejected", reason, "rejection taken back", lift)
+
+
+def unaccept(app: App, proposal_id: int, reason: str | None = None) -> ProposalView:
+    """Take an accept back before it is applied: the proposal is pending again and the accept
+    no longer stands (so no later pass carries it over); the event records who took it back."""
+
+    def withdraw(conn: Connection, store_id: int, row: Any) -> None:
+        # recorded, not deleted: the accept stays in the history, and no pass carries over an
+        # accept whose latest decision is this one (see passes._carry_over)
+        repo.add_decision(conn, store_id, proposal_id, decision="unaccept", actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=app.clock())
+
+    return _take_back(app, proposal_id, ACCEPTED, "unaccepted", reason, "acceptance taken back", withdraw)
+
+
+def _take_back(app: App, proposal_id: int, state: str, event: str, reason: str | None, default: str, undo: Callable[[Connection, int, Any], None]) -> ProposalView:
+    """A decision taken back in one transaction: ``undo`` its trace, pending again, an event."""
     store_id, _ = locate(app, proposal_id)
     now = app.clock()
     with app.engine().begin() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)
-        if row.state != REJECTED:
-            raise ProposalError(f"proposal {proposal_id} is {row.state}, not rejected; nothing to take back")
-        repo.drop_change_tombstone(conn, store_id, row.change_key)
-        repo.set_state(conn, store_id, proposal_id, PENDING, now, reason or "rejection taken back")
-        repo.add_event(conn, store_id, "proposal.unrejected", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
+        if row.state != state:
+            raise ProposalError(f"proposal {proposal_id} is {row.state}, not {state}; nothing to take back")
+        undo(conn, store_id, row)
+        repo.set_state(conn, store_id, proposal_id, PENDING, now, reason or default)
+        repo.add_event(conn, store_id, f"proposal.{event}", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
     return get_proposal(app, proposal_id)
 
 

@@ -12,29 +12,12 @@ from collections import deque
 from dataclasses import dataclass
 
 from daemon.core.errors import ProposalError
-from daemon.core.proposals import ACCEPTED, PENDING
+from daemon.core.proposals import PENDING
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.service.review import ProposalView, Selection, decide, get_proposal, locate, select_pending, unreject
+from daemon.service.review import ProposalView, Selection, decide, get_proposal, locate, select_pending, unaccept, unreject
 
 OUTCOMES = ("accepted", "rejected", "skipped", "gone")  # gone: stale or decided elsewhere meanwhile
-
-
-def unaccept(app: App, proposal_id: int, reason: str | None = None) -> ProposalView:
-    """Take an accept back before it is applied: the proposal is pending again and the accept
-    no longer stands (so no later pass carries it over); the event records who took it back."""
-    store_id, _ = locate(app, proposal_id)
-    now = app.clock()
-    with app.engine().begin() as conn:
-        row = repo.get_proposal(conn, store_id, proposal_id)
-        if row.state != ACCEPTED:
-            raise ProposalError(f"proposal {proposal_id} is {row.state}, not accepted; nothing to take back")
-        # recorded, not deleted: the accept stays in the history, and no pass carries over
-        # an accept whose latest decision is this one (see passes._carry_over)
-        repo.add_decision(conn, store_id, proposal_id, decision="unaccept", actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
-        repo.set_state(conn, store_id, proposal_id, PENDING, now, reason or "acceptance taken back")
-        repo.add_event(conn, store_id, "proposal.unaccepted", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
-    return get_proposal(app, proposal_id)
 
 
 def base_notes(app: App, proposal_id: int) -> list[tuple[str, bytes | None]]:
