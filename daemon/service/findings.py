@@ -8,7 +8,6 @@ make room. The pass says so every time it looks, with the keys left out.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from daemon.config import StoreConfig
@@ -22,16 +21,14 @@ def findings(store: StoreConfig, view: StoreView) -> list[dict[str, Any]]:
     if store.preset != "dexto":
         return []
     from daemon.stores.records import dexto
-    from daemon.stores.records.rendering import value_of
+    from daemon.stores.records.rendering import parse_value, value_of
 
     records: dict[str, Any] = {}
     for path, note in view.notes.items():
         try:
-            record = json.loads(value_of(note.data))
-        except (ValueError, TypeError):
+            records[path] = parse_value(value_of(note.data))  # a record Dexto's rules accept
+        except ValueError:
             continue  # rows dreamd cannot read are reported as skipped already
-        if isinstance(record, dict) and isinstance(record.get("updatedAt"), int):
-            records[path] = record
     shown = set(dexto.prompt_order(records))
     unread = sorted(set(records) - shown)
     if not unread:
