@@ -33,7 +33,10 @@ candidate selection let the model see (a case never sent, no model can find).
 
 A score is ``{kinds: {merge|supersede|soft-expire|retire|reindex: {tp, fp, fn, precision, recall, destructive}},
 refused, lossy, destructive: [{kind, title, notes}], false_positives: [{kind, notes}],
-missed: [{kind, notes}], survivor: {agree, labeled}, other_survivor: [{notes, kept, labeled}]}``;
+missed: [{kind, notes}], survivor: {agree, labeled}, other_survivor: [{notes, kept, labeled}],
+derived: {proposed, correct}}``; ``derived`` counts "right notes, botched quote": proposals (not
+refused) whose model quote was not verbatim, so dreamd derived the evidence lines (at a lower
+confidence), and how many of them the labels call correct;
 precision and recall are null when undefined (nothing proposed or nothing expected).
 Scoring rules: daemon/service/evaluate.py.
 """
@@ -96,12 +99,14 @@ def _pr(c: Any) -> str:
 
 def _labeled_text(report: Any) -> list[str]:
     width = max([len(s.name) for s in report.stores] + [7]) + 2
-    head = f"{'store':<{width}}{'preset':<13}" + "".join(f"{k:<13}" for k in KINDS) + "survivor  refused  lossy  destructive"
-    lines = ["precision/recall per kind ('-': nothing proposed / nothing expected); survivor: merges that kept the note people kept", head]
+    head = f"{'store':<{width}}{'preset':<13}" + "".join(f"{k:<13}" for k in KINDS) + "survivor  derived  refused  lossy  destructive"
+    lines = ["precision/recall per kind ('-': nothing proposed / nothing expected); survivor: merges that kept the note people kept;",
+             "derived: right notes, botched quote (correct/proposed whose evidence dreamd derived: the model's quote was not verbatim)", head]
     for name, preset, score in [(s.name, s.preset, s.score) for s in report.stores] + [("overall", "", report.overall)]:
         cells = "".join(f"{_pr(score.kinds[k]):<13}" for k in KINDS)
         kept = f"{score.survivor.agree}/{score.survivor.labeled}" if score.survivor.labeled else "-"
-        lines.append(f"{name:<{width}}{preset:<13}{cells}{kept:<10}{score.refused:<9}{score.lossy:<7}{len(score.destructive)}")
+        derived = f"{score.derived.correct}/{score.derived.proposed}" if score.derived.proposed else "-"
+        lines.append(f"{name:<{width}}{preset:<13}{cells}{kept:<10}{derived:<9}{score.refused:<9}{score.lossy:<7}{len(score.destructive)}")
     overall = report.overall
     lines += ["", "overall counts:"]
     harmful = overall.destructive_kinds()

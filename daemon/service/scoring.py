@@ -184,12 +184,14 @@ class Predicted:
     diff: str = ""
     source: str = ""  # a detector's name, or model:<model>
     reason: str | None = None  # why it was refused (or is a duplicate)
+    derived: bool = False  # the model's quote was not in a note: dreamd chose the evidence lines
 
 
 def predicted(item: PlannedLike) -> Predicted:
     d = item.draft
     retired = tuple(p for p in d.retire if p != d.survivor)
-    return Predicted(d.kind, d.notes, retired, d.lossy, item.state, d.title, d.rationale, item.diff, d.source, getattr(item, "reason", None))
+    derived = any(e.derived for e in d.evidence)
+    return Predicted(d.kind, d.notes, retired, d.lossy, item.state, d.title, d.rationale, item.diff, d.source, getattr(item, "reason", None), derived)
 
 
 @dataclass
@@ -229,6 +231,22 @@ class Agreement:
 
 
 @dataclass
+class Derived:
+    """Right notes, botched quote: proposals whose evidence dreamd derived because the model's
+    quote was not verbatim, and how many of them the labels call correct (a salvaged proposal
+    that would have been refused before)."""
+
+    proposed: int = 0
+    correct: int = 0
+
+    def __add__(self, other: Derived) -> Derived:
+        return Derived(self.proposed + other.proposed, self.correct + other.correct)
+
+    def as_dict(self) -> dict[str, int]:
+        return {"proposed": self.proposed, "correct": self.correct}
+
+
+@dataclass
 class Score:
     kinds: dict[str, Counts] = field(default_factory=lambda: {k: Counts() for k in SCORED})
     refused: int = 0
@@ -238,11 +256,12 @@ class Score:
     missed: list[dict[str, Any]] = field(default_factory=list)  # {kind, notes}
     survivor: Agreement = field(default_factory=Agreement)
     other_survivor: list[dict[str, Any]] = field(default_factory=list)  # {notes, kept, labeled}
+    derived: Derived = field(default_factory=Derived)
 
     def __add__(self, other: Score) -> Score:
         return Score({k: self.kinds[k] + other.kinds[k] for k in SCORED}, self.refused + other.refused, self.lossy + other.lossy,
                      self.destructive + other.destructive, self.false_positives + other.false_positives, self.missed + other.missed,
-                     self.survivor + other.survivor, self.other_survivor + other.other_survivor)  # fmt: skip
+                     self.survivor + other.survivor, self.other_survivor + other.other_survivor, self.derived + other.derived)  # fmt: skip
 
     def destructive_kinds(self) -> dict[str, int]:
         """Destructive false positives per scored kind (``retire``: both retiring kinds)."""
@@ -254,7 +273,7 @@ class Score:
         harmful = self.destructive_kinds()
         return {"kinds": {k: c.as_dict() | {"destructive": harmful[k]} for k, c in self.kinds.items()}, "refused": self.refused, "lossy": self.lossy,
                 "destructive": self.destructive, "false_positives": self.false_positives, "missed": self.missed,
-                "survivor": self.survivor.as_dict(), "other_survivor": self.other_survivor}  # fmt: skip
+                "survivor": self.survivor.as_dict(), "other_survivor": self.other_survivor, "derived": self.derived.as_dict()}  # fmt: skip
 
 
 def score(labels: Labels, proposals: list[Predicted]) -> Score:
@@ -286,6 +305,9 @@ def score(labels: Labels, proposals: list[Predicted]) -> Score:
         if not hit:
             (out.false_positives if (note, kind) in made else out.missed).append({"kind": kind, "notes": [note]})
     out.kinds[RETIRE] = out.kinds[SUPERSEDE] + out.kinds[SOFT_EXPIRE]
+    salvaged = [p for p in live if p.derived]
+    right = lambda p: frozenset(p.notes) in labels.merges if p.kind == MERGE else all(labels.retire.get(n) == p.kind for n in p.retired)  # noqa: E731
+    out.derived = Derived(len(salvaged), sum(bool(p.retired) and right(p) for p in salvaged))
     if labels.reindex is not None:
         made_reindex = any(p.kind == REINDEX for p in live)
         out.kinds[REINDEX] = Counts(int(made_reindex and labels.reindex), int(made_reindex and not labels.reindex), int(labels.reindex and not made_reindex))

@@ -50,8 +50,8 @@ class Scripted:
     proposes that the newer supersedes the older (a labeled retirement the detectors miss);
     nothing elsewhere; fails on the stores named in ``fail``; every request kept."""
 
-    def __init__(self, fail: tuple[str, ...] = (), cost: float | None = None) -> None:
-        self.fail, self.cost = fail, cost
+    def __init__(self, fail: tuple[str, ...] = (), cost: float | None = None, botch: bool = False) -> None:
+        self.fail, self.cost, self.botch = fail, cost, botch  # botch: the older note's quote is not in it
         self.requests: list[tuple[ModelRequest, ModelSettings]] = []
 
     def __call__(self) -> Scripted:  # used in place of the LiteLLMClient class
@@ -67,8 +67,10 @@ class Scripted:
         if {old, new} <= set(ids):
             proposals.append({
                 "kind": "supersede", "notes": [ids[new], ids[old]], "survivor": None, "newer": ids[new], "merged_body": None,
-                "rationale": "The newer progress note gives the current test counts.", "confidence": 0.8, "dropped": [],
-                "evidence": [{"note": ids[old], "quote": "212 tests passing, 3 failing"}, {"note": ids[new], "quote": "231 tests passing, 0 failing"}],
+                "rationale": "The newer progress note gives the current state of the tests." if self.botch else "The newer progress note gives the current test counts.",
+                "confidence": 0.8, "dropped": [],
+                "evidence": [{"note": ids[old], "quote": "text copied exactly" if self.botch else "212 tests passing, 3 failing"},
+                             {"note": ids[new], "quote": "231 tests passing, 0 failing"}],
             })  # fmt: skip
         text = json.dumps({"v": 1, "proposals": proposals})
         return ModelResponse(text, "stop", 1000, 50, self.cost, 0.01, settings.model)
@@ -180,6 +182,24 @@ def test_a_model_failure_is_one_store_line_and_the_rest_runs(cli, scripted, exam
     assert out["llm"]["failed"] == ["cline-shop"]
     assert all(s["llm"]["error"] is None for s in out["stores"] if s["store"] != "cline-shop")
     assert sum(s["proposals"] for s in out["stores"]) == 20  # the detectors' 19 elsewhere (3 of them status chains), and the model's one
+
+
+def test_right_notes_with_a_botched_quote_are_counted_as_derived(cli, scripted, examples):
+    """§4: the model names the right pair but echoes the schema's words as its quote: dreamd
+    derives the evidence, and eval counts it per store and overall as derived and correct; the
+    same run with a verbatim quote counts none."""
+    scripted(botch=True)
+    out = json.loads(cli("eval", str(examples), "--planner", "llm", "--model", "openai/scripted", "--json").out)
+    webapp = next(s for s in out["stores"] if s["store"] == "claude-code-webapp")
+    assert webapp["score"]["derived"] == {"proposed": 1, "correct": 1}
+    assert out["overall"]["derived"] == {"proposed": 1, "correct": 1}
+    assert all(s["score"]["derived"] == {"proposed": 0, "correct": 0} for s in out["stores"] if s is not webapp)
+    text = cli("eval", str(examples), "--planner", "llm", "--model", "openai/scripted").out
+    assert re.search(r"^claude-code-webapp .* 1/1 ", text, re.M) and "derived: right notes, botched quote" in text
+    scripted()
+    plain = json.loads(cli("eval", str(examples), "--planner", "llm", "--model", "openai/scripted", "--json").out)
+    assert plain["overall"]["derived"] == {"proposed": 0, "correct": 0}
+    assert plain["overall"]["kinds"]["supersede"] == out["overall"]["kinds"]["supersede"]  # the same proposal, scored alike
 
 
 def test_model_from_the_config_and_costs_summed(cli, scripted, tmp_path, examples):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,18 @@ def test_hand_made_predictions_score_exactly():
     assert {"kind": "merge", "notes": ["c.md", "d.md"]} in s.false_positives
     assert {"kind": "soft-expire", "notes": ["z.md"]} in s.false_positives
     assert {"kind": "supersede", "notes": ["z.md"]} in s.missed
+
+
+def test_derived_evidence_is_counted_with_how_many_were_right():
+    """Proposals whose evidence dreamd derived: counted when live, correct when they match a
+    label of their kind; refused or duplicate ones are not counted."""
+    made = [replace(p("merge", ("a.md", "b.md")), derived=True), replace(p("supersede", ("w.md", "z.md")), derived=True),
+            replace(p("soft-expire", ("z.md",)), derived=True), replace(p("merge", ("g.md", "h.md")), derived=True, state="refused"),
+            replace(p("merge", ("c.md", "d.md")), derived=True), p("supersede", ("w.md", "x.md"))]  # fmt: skip
+    s = score(labels(), made)
+    assert s.derived.as_dict() == {"proposed": 4, "correct": 2}
+    assert (s + s).derived.as_dict() == {"proposed": 8, "correct": 4}
+    assert score(labels(), PREDICTIONS).derived.as_dict() == {"proposed": 0, "correct": 0}
 
 
 def test_a_group_matches_once_and_order_does_not_matter():
