@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from daemon.planners.context import DetectorSettings
 
 DEFAULT_VERSIONS: tuple[tuple[str, int], ...] = (
-    ("exact-duplicate", 3),
-    ("near-duplicate", 3),
+    ("exact-duplicate", 4),
+    ("near-duplicate", 4),
     ("ttl", 2),
     ("declared-supersession", 1),
     ("status-chain", 1),

@@ -21,7 +21,7 @@ from daemon.core.proposals import KINDS, MERGE, PENDING, REFUSED, Change, Draft,
 from daemon.core.validate import refusal
 from daemon.core.view import StoreView
 from daemon.diffs.git import unified_diff
-from daemon.stores.records.checks import result_refusal
+from daemon.stores.records.checks import canonical_draft, result_refusal
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,7 @@ class Planned:
 
 def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
     fallback_key = change_key(draft.kind, {p: view.notes[p].hash if p in view.notes else None for p in draft.notes}, {})
+    draft = canonical_draft(draft, view)
     try:
         change = build(draft, view, now)
     except ValidationError as exc:

@@ -20,7 +20,7 @@ from daemon.planners.survivor import Choice, choose
 
 class ExactDuplicates:
     name = "exact-duplicate"
-    version = 3  # 2: survivors chosen by references and real dates; 3: merged_from votes
+    version = 4  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         groups: dict[str, list[Note]] = {}

@@ -28,7 +28,7 @@ from daemon.planners.survivor import Choice, choose, ranked
 
 class NearDuplicates:
     name = "near-duplicate"
-    version = 3  # 2: survivors chosen by references and real dates; 3: merged_from votes
+    version = 4  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         return self.plan(ctx)[0]
@@ -52,16 +52,16 @@ class NearDuplicates:
             members = sorted(position[n.path] for n in (choice.survivor, *choice.retire))
             score, computed = _lowest(members, found, shingles)
             extra += computed
-            merged = merged_data(choice.survivor, added)
+            merged = merged_data(choice.survivor, added, marked=ctx.view.reader.merge_marker)
             data = with_votes(ctx.view, choice.survivor, choice.retire, merged)
-            drafts.append(self._draft(choice, added, score, ctx.settings.shingle_size, data, voted=data != merged))
+            drafts.append(self._draft(choice, added, score, ctx.settings.shingle_size, data, voted=data != merged, marked=ctx.view.reader.merge_marker))
         return drafts, replace(stats, comparisons=stats.comparisons + extra)
 
-    def _draft(self, choice: Choice, added: dict[str, list[str]], score: float, size: int, data: bytes | None, *, voted: bool) -> Draft:  # noqa: PLR0913
+    def _draft(self, choice: Choice, added: dict[str, list[str]], score: float, size: int, data: bytes | None, *, voted: bool, marked: bool = True) -> Draft:  # noqa: PLR0913
         """Evidence: the survivor's first line, and each retired note's first new line."""
         survivor, retire = choice.survivor.path, [n.path for n in choice.retire]
         how = (
-            "the lines the others add are appended to it under a 'merged from' marker"
+            ("the lines the others add are appended to it under a 'merged from' marker" if marked else "the lines the others add are appended to it")
             if added
             else "it already holds every line of the others"
         )

@@ -8,11 +8,25 @@ proposal refused, with the reason.
 
 from __future__ import annotations
 
-from daemon.core.proposals import Change
-from daemon.core.view import StoreView
+from dataclasses import replace
+
 from daemon.core.hashing import hash_bytes
+from daemon.core.proposals import Change, Draft
+from daemon.core.view import StoreView
 from daemon.stores.records import dexto
-from daemon.stores.records.rendering import NotRenderable, render, value_of
+from daemon.stores.records.rendering import NotRenderable, canonical, render, value_of
+
+
+def canonical_draft(draft: Draft, view: StoreView) -> Draft:
+    """A record store's draft with the survivor's new rendering in dreamd's own form (a
+    planner that edited the header, e.g. adding ``merged_from``, wrote it as YAML); a
+    rendering that stands for no valid record is left as it is, for ``result_refusal``."""
+    if view.reader != dexto.READER or draft.survivor_data is None:
+        return draft
+    try:
+        return replace(draft, survivor_data=canonical(draft.survivor_data))
+    except (ValueError, NotRenderable, UnicodeDecodeError):
+        return draft
 
 
 def result_refusal(change: Change, view: StoreView) -> str | None:

@@ -74,6 +74,9 @@ READER = ReaderModel(
     agent="Dexto",
     listing=Listing(recursive=False, dot_dirs=False, suffixes=None),
     links=(),
+    frontmatter=True,  # a rendering's header is the record's fields and metadata: never in the prompt
+    merge_marker=False,  # content is one prompt line as written: provenance goes in metadata.merged_from
+    name_prefix=KEY_PREFIX,  # metadata.merged_from holds record ids
     sources=(
         f"{SOURCE} packages/core/src/storage/stores/backend.ts (memory:item:<id>)",
         f"{SOURCE} packages/core/src/systemPrompt/contributors.ts (MemoryContributor)",

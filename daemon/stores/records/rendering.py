@@ -13,7 +13,8 @@ Planners, detectors and diffs read notes, so each record is shown to them as one
     <content, exactly>
     (a line end)
 
-Every header value is JSON on one line; the one line end after the content is the
+Every header value is JSON on one line (an edit may write one-line YAML there, e.g. a merge's
+``merged_from: [a, b]``: ``canonical`` gives it back in this form); the one line end after the content is the
 rendering's, not the content's (so a note's usual last newline never reaches the prompt); metadata keys sit at the top level (so ``pinned:
 true`` pins the note for dreamd too). The rendering is exact both ways for every value
 Dexto writes: ``value_of(render(v)) == v``. A value that does not come back byte for byte
@@ -26,6 +27,8 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+
+import yaml
 
 from daemon.stores.records import dexto
 
@@ -92,19 +95,50 @@ def value_of(data: bytes) -> str:
         key, sep, raw = line.partition(": ")
         if not sep or key in fields or key == "content":
             raise ValueError(f"not a record's rendering: header line {line!r}")
-        fields[key] = json.loads(raw)
+        fields[key] = _header_value(raw)
     record: dict[str, Any] = {"id": fields.pop("id", None), "content": text[end + len(_CLOSE) : -1]}
     record |= {key: fields.pop(key) for key in ("createdAt", "updatedAt", "tags") if key in fields}
     if "metadata" in fields:
-        if fields != {"metadata": {}}:
-            raise ValueError("not a record's rendering: 'metadata: {}' stands alone or not at all")
-        record["metadata"] = {}
+        if fields.pop("metadata") != {}:
+            raise ValueError("not a record's rendering: its only 'metadata' line is 'metadata: {}'")
+        record["metadata"] = fields  # an empty metadata, and whatever keys an edit added to it
     elif fields:
         record["metadata"] = fields
     breaks = dexto.rule_breaks(record)
     if breaks:
         raise ValueError(f"breaks Dexto's rules: {'; '.join(breaks)}")
     return dexto.serialise(record)
+
+
+def _header_value(raw: str) -> Any:
+    """A header line's value: JSON as ``render`` writes it, or the one-line YAML an edit of
+    the header writes (a planner's ``merged_from: [a, b]``), as long as it is JSON's kind of
+    value; ``canonical`` turns the latter back into the former."""
+    try:
+        return json.loads(raw)
+    except ValueError:
+        pass
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not a record's rendering: header value {raw!r} ({exc.__class__.__name__})") from None
+    if not _plain(value):
+        raise ValueError(f"not a record's rendering: header value {raw!r} is not a JSON value")
+    return value
+
+
+def _plain(value: Any) -> bool:
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _plain(v) for k, v in value.items())
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def canonical(data: bytes) -> bytes:
+    """A rendering as ``render`` writes it for the value it stands for (ValueError, or
+    NotRenderable, when it stands for none): an edited header back in dreamd's own form."""
+    return render(value_of(data))
 
 
 def _json(value: Any) -> str:

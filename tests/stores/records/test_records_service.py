@@ -60,7 +60,11 @@ def test_apply_deletes_the_retired_record_and_leaves_every_other_value_exact(dex
     before = dexto_db.values(dexto)
     pid = _accepted(app, dexto, clock)
     assert [r.state for r in apply(app, [pid])] == ["applied"]
-    assert dexto_db.values(dexto) == {k: v for k, v in before.items() if k != DUPLICATE}
+    after = dexto_db.values(dexto)
+    assert {k: v for k, v in after.items() if k != SURVIVOR} == {k: v for k, v in before.items() if k not in (DUPLICATE, SURVIVOR)}
+    # the survivor keeps its content and every field; only its metadata gains the merged record's id
+    kept = json.loads(before[SURVIVOR])
+    assert after[SURVIVOR] == facts.serialise({**kept, "metadata": {**kept["metadata"], "merged_from": ["Zz9yX8wV7uT6"]}})
 
 
 def test_revert_re_inserts_the_deleted_record_byte_for_byte(dexto, make_app, clock):
@@ -88,18 +92,36 @@ def test_a_near_duplicate_merge_updates_the_survivor_with_a_value_dexto_accepts(
     assert dexto_accepts(list(values.values())) == [True]
     record = json.loads(values["memory:item:nearAAAAAAAA"])
     assert (record["createdAt"], record["updatedAt"], record["tags"]) == (T, T, ["release"])
-    assert facts.prompt_block({k: json.loads(v) for k, v in values.items()}) == (
-        f"## User Memories\n- {NEAR}\n\n<!-- merged from memory:item:nearBBBBBBBB by dreamd -->\nHotfixes skip the freeze. [Tags: release]"
-    )
+    assert record["metadata"] == {"merged_from": ["nearBBBBBBBB"]}  # provenance in metadata, by id: never in the prompt
+    assert facts.prompt_block({k: json.loads(v) for k, v in values.items()}) == f"## User Memories\n- {NEAR}\nHotfixes skip the freeze. [Tags: release]"
+
+
+def test_merge_votes_accumulate_as_record_ids_in_metadata_and_no_marker_reaches_the_prompt(tmp_path, make_app, clock):
+    """A survivor already holding merged_from folds in a near copy that holds its own: the ids
+    of every record folded in so far, each once; Dexto's rules pass; the content has no marker."""
+    db = dexto_db.create(tmp_path / "agent.db", [
+        dexto_db.memory("nearAAAAAAAA", NEAR, T, metadata={"source": "user", "merged_from": ["oldXXXXXXXXX"]}),
+        dexto_db.memory("nearBBBBBBBB", NEAR + "\nHotfixes skip the freeze.", T + 5, metadata={"merged_from": ["oldYYYYYYYYY", "oldXXXXXXXXX"]}),
+    ])  # fmt: skip
+    app = make_app()
+    pid = _accepted(app, db, clock)
+    assert "are appended to it, and its merged_from lists the notes folded into it" in get_proposal(app, pid).rationale
+    apply(app, [pid])
+    (value,) = dexto_db.values(db).values()
+    record = json.loads(value)
+    assert record["metadata"] == {"source": "user", "merged_from": ["oldXXXXXXXXX", "oldYYYYYYYYY", "nearBBBBBBBB"]}
+    assert record["content"] == NEAR + "\nHotfixes skip the freeze." and "<!--" not in value and "memory:item:" not in value
+    assert dexto_accepts([value]) == [True]
+    assert revert(app, pid).state == "reverted"
+    assert len(dexto_db.values(db)) == 2 and all("nearBBBBBBBB" not in json.loads(v)["metadata"]["merged_from"] for v in dexto_db.values(db).values())
 
 
 def test_a_merge_whose_result_would_break_dexto_rules_is_refused_with_the_reason(tmp_path, make_app):
     """A merged content over 10,000 characters is refused before it is stored, and no row can be written by it."""
-    long = NEAR + " " + "word " * 1_950
-    db = dexto_db.create(tmp_path / "agent.db", [
-        dexto_db.memory("longAAAAAAAA", long.strip(), T),
-        dexto_db.memory("longBBBBBBBB", long.strip() + "\nOne more fact.", T + 5),
-    ])  # fmt: skip
+    long = (NEAR + " " + "word " * ((9_980 - len(NEAR)) // 5)).strip()
+    one, other = long + "\nThe first extra fact.", long + "\nThe other extra fact."
+    assert max(facts.js_length(one), facts.js_length(other)) <= 10_000 < facts.js_length(one + "\nThe other extra fact.")
+    db = dexto_db.create(tmp_path / "agent.db", [dexto_db.memory("longAAAAAAAA", one, T), dexto_db.memory("longBBBBBBBB", other, T + 5)])
     report = run_pass(make_app(), adhoc_store(db, "dexto"))
     (merge,) = report.outcomes
     assert merge.state == "refused"
@@ -159,7 +181,7 @@ def test_apply_and_revert_are_events_as_for_folders(dexto, make_app, clock):
     kinds = [e["type"] for e in event_log(app) if e["proposal_id"] == pid]
     assert "proposal.applied" in kinds and "proposal.reverted" in kinds
     applied = next(e for e in event_log(app) if e["type"] == "proposal.applied")
-    assert [s["path"] for s in applied["payload"]["files"]] == [DUPLICATE]
+    assert [s["path"] for s in applied["payload"]["files"]] == [SURVIVOR, DUPLICATE]  # the survivor gains merged_from
 
 
 def test_a_database_given_with_a_folder_preset_is_refused(dexto, make_app):
@@ -253,3 +275,25 @@ def test_a_model_merge_of_two_records_applies_as_one_value_dexto_accepts(tmp_pat
     values = dexto_db.values(db)
     assert list(values) == ["memory:item:vpnAAAAAAAAA"] and dexto_accepts(list(values.values())) == [True]
     assert json.loads(values["memory:item:vpnAAAAAAAAA"])["content"] == body  # the rendering's own line end left out
+
+
+def test_the_default_policy_accepts_and_applies_the_exact_duplicate_and_holds_the_near_one(tmp_path, make_app):
+    """policy "default" with apply = "accepted" on a Dexto store: the exact-duplicate merge is
+    applied in the pass (compare-and-swap, verify clean), the near-duplicate merge stays pending."""
+    from daemon.config import parse_config
+    from daemon.service.history import verify
+
+    db = dexto_db.create(tmp_path / "agent.db", [
+        dexto_db.memory("Ab3dE_fG-hIj", BUILD, T), dexto_db.memory("Zz9yX8wV7uT6", BUILD, T + 1_000),
+        dexto_db.memory("nearAAAAAAAA", NEAR, T + 10_000), dexto_db.memory("nearBBBBBBBB", NEAR + "\nHotfixes skip the freeze.", T + 12_000),
+    ])  # fmt: skip
+    config = parse_config({"stores": [{"name": "agent", "path": str(db), "preset": "dexto", "policy": "default", "apply": "accepted"}]})
+    app = make_app(config)
+    report = run_pass(app, config.stores["agent"])
+    states = {o.planned.draft.source.split("@")[0]: get_proposal(app, o.id).state for o in report.outcomes if o.id}
+    assert states == {"detector:exact-duplicate": "applied", "detector:near-duplicate": "pending"}
+    values = dexto_db.values(db)
+    assert set(values) == {"memory:item:Ab3dE_fG-hIj", "memory:item:nearAAAAAAAA", "memory:item:nearBBBBBBBB"}
+    assert json.loads(values["memory:item:Ab3dE_fG-hIj"])["metadata"] == {"merged_from": ["Zz9yX8wV7uT6"]}
+    assert dexto_accepts(list(values.values())) == [True] * 3
+    assert verify(app, config.stores["agent"]).clean

@@ -86,3 +86,25 @@ def test_value_of_refuses_a_rendering_without_its_final_line_end():
     (value,) = dexto_db.stringify([STANDARD[3]])
     with pytest.raises(ValueError, match="does not end with the line end"):
         value_of(render(value)[:-1])
+
+
+def test_a_header_edited_as_yaml_stands_for_the_same_record_and_comes_back_in_json():
+    """A planner's set_keys writes ``merged_from: [a, '123']`` as one-line YAML: value_of reads it
+    (a quoted number stays a string), and canonical gives the rendering back in JSON form."""
+    from daemon.core import frontmatter
+    from daemon.stores.records.rendering import canonical
+
+    value = '{"id":"x","content":"c","createdAt":1,"updatedAt":1,"metadata":{}}'
+    edited = frontmatter.set_keys(render(value), {"merged_from": ["abcdefghijkl", "123456789012"]})
+    assert b"merged_from: [abcdefghijkl, '123456789012']\n" in edited
+    assert value_of(edited) == '{"id":"x","content":"c","createdAt":1,"updatedAt":1,"metadata":{"merged_from":["abcdefghijkl","123456789012"]}}'
+    assert canonical(edited).decode() == '---\nid: "x"\ncreatedAt: 1\nupdatedAt: 1\nmerged_from: ["abcdefghijkl", "123456789012"]\n---\nc\n'
+    assert canonical(canonical(edited)) == canonical(edited)
+
+
+@pytest.mark.parametrize("line", ["when: 2026-01-01", "when: {a: 2026-01-01}", "when: [a, b", "metadata: {a: 1}"])
+def test_a_header_value_that_is_no_json_value_is_refused(line):
+    """YAML dates, broken flow and a 'metadata' line with keys stand for no record: ValueError."""
+    data = f'---\nid: "x"\ncreatedAt: 1\nupdatedAt: 1\n{line}\n---\nc\n'.encode()
+    with pytest.raises(ValueError, match="not a record's rendering"):
+        value_of(data)
