@@ -10,6 +10,8 @@ A labeled corpus holds, for each store folder ``<name>/``, a ``<name>.labels.tom
 an optional ``survivor``, the note people kept), ``[[retire]] note = "..." kind = "supersede"
 | "soft-expire"`` (a supersede's optional ``by``: the newer note) and ``[[workspace]]`` commits
 (the repository the notes describe, built with git for the pass); see examples/eval/README.md.
+A record store (preset dexto) is a database file ``<name>.db`` with ``<name>.db.labels.toml``
+beside it, its notes named by key (``memory:item:<id>``).
 
 Scoring (``score``); refused proposals are never predictions, they are counted apart:
 
@@ -316,11 +318,13 @@ def find_stores(corpus: Path, preset: str | None = None) -> list[tuple[Path, str
     """Unlabeled stores: ``<corpus>/<preset>/<store>/`` (or a corpus named after a preset) take that
     preset, other folders ``preset`` or generic; no subfolder: one store. A given ``preset`` wins."""
     subdirs = lambda d: sorted(p for p in d.iterdir() if p.is_dir() and not p.name.startswith("."))  # noqa: E731
+    databases = lambda d: sorted(p for p in d.iterdir() if p.is_file() and p.suffix == ".db")  # noqa: E731
+    stores = lambda d, name: databases(d) if get_preset(name).records else subdirs(d)  # noqa: E731
     if preset is not None:
         get_preset(preset)
     if corpus.name in PRESETS:
-        return [(d, preset or corpus.name) for d in subdirs(corpus)] or [(corpus, preset or corpus.name)]
-    found = [(s, preset or d.name) for d in subdirs(corpus) if d.name in PRESETS for s in subdirs(d)]
+        return [(d, preset or corpus.name) for d in stores(corpus, preset or corpus.name)] or [(corpus, preset or corpus.name)]
+    found = [(s, preset or d.name) for d in subdirs(corpus) if d.name in PRESETS for s in stores(d, preset or d.name)]
     found += [(d, preset or "generic") for d in subdirs(corpus) if d.name not in PRESETS]
     return found or [(corpus, preset or "generic")]
 

@@ -32,8 +32,10 @@ from daemon.service.context import App
 from daemon.service.review import ProposalView, get_proposal, list_proposals
 from daemon.service.workspace import roots_of, store_config_for_id
 from daemon.stores.paths import StoreRoots
+from daemon.stores.port import Roots, is_records
 
 NAME_CHARS = 48  # the note part of a patch file's name, at most
+RECORDS_NOTE = "records (the paths are record keys; the diff is of their rendering: apply it with dreamd apply, not git apply)"
 _ODD = re.compile(r"[^A-Za-z0-9._-]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # newline and tab are kept
 
@@ -73,7 +75,7 @@ class _Placed:
     view: ProposalView
     store_id: int
     store: StoreConfig
-    roots: StoreRoots
+    roots: Roots
 
 
 def chosen(app: App, ids: list[int], *, pending: bool = False, store_name: str | None = None) -> list[ProposalView]:
@@ -130,7 +132,7 @@ def _patch_folder(directory: Path, placed: list[_Placed], option: str = "--dir")
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"{option} {directory} is a file, not a folder; nothing was written")
     for item in placed:
-        for root in (item.roots.notes, item.roots.archive):
+        for root in (item.roots.notes, getattr(item.roots, "archive", item.roots.notes)):  # a record store: its database file
             if folder == root or root in folder.parents:
                 raise ConfigError(f"{option} {directory} is inside the store {item.store.name}; dreamd writes into a store only by applying a proposal", hint="choose a folder outside the store")
     try:
@@ -140,7 +142,7 @@ def _patch_folder(directory: Path, placed: list[_Placed], option: str = "--dir")
     return folder
 
 
-def patch_name(view: ProposalView, store: StoreConfig, roots: StoreRoots) -> str:
+def patch_name(view: ProposalView, store: StoreConfig, roots: Roots) -> str:
     """``<id>-<kind>-<first note>.patch``: the first path that is neither the index nor in the
     archive (the index when there is none), without ``.md``, odd characters as ``-``, capped."""
     index = store.settings.index_path
@@ -156,6 +158,7 @@ def patch_text(view: ProposalView) -> str:
         ("proposal", str(view.id)), ("store", view.store), ("state", view.state), ("kind", view.kind),
         ("title", view.title), ("rationale", view.rationale),
         *[("evidence", f"{e['path']}:{e['start']}-{e['end']}\n{e['quote']}") for e in view.evidence],
+        *([("store-kind", RECORDS_NOTE)] if view.store_kind == "records" else []),
         ("confidence", f"{view.confidence:.2f}"), ("lossy", "yes" if view.lossy else "no"), ("source", view.source),
         *[("base", _hashed(path, base)) for path, base in view.base.items()],
         *[("result", _hashed(path, result)) for path, result in view.result.items()],
@@ -191,6 +194,9 @@ def export_branch(app: App, views: list[ProposalView], branch: str) -> BranchRep
     proposal applies; the report says why for each.
     """
     placed = _placed(app, views)
+    records = sorted({item.store.name for item in placed if is_records(item.roots)})
+    if records:
+        raise ConfigError(f"{records[0]} is a record store (a database, not a git work tree): no branch can hold its proposals; nothing was written", hint="export it with --dir or --html, and apply with dreamd apply")
     tops = {work_tree_top(item.roots.notes) for item in placed}
     if len(tops) > 1:
         raise ConfigError(f"the proposals' stores are in {len(tops)} repositories; a branch lives in one", hint="export one store at a time: --store NAME")

@@ -113,9 +113,12 @@ def load_labels(path: str | Path) -> Labels:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{where} is not valid TOML: {exc}") from None
     _known(where, raw, "")
-    _check(store.is_dir(), where, f"no store folder {store.name}/ beside it")
     _check(isinstance(raw.get("preset"), str), where, f"'preset' is required ({', '.join(sorted(PRESETS))})")
-    get_preset(raw["preset"])
+    records = get_preset(raw["preset"]).records
+    if records:
+        _check(store.is_file(), where, f"no record database {store.name} beside it (a {raw['preset']} store is a file: <name>.db with <name>.db{SUFFIX})")
+    else:
+        _check(store.is_dir(), where, f"no store folder {store.name}/ beside it")
     given = raw.get("now")
     now = as_utc(given) if isinstance(given, (str, dt.datetime)) else None
     _check(given is None or now is not None, where, "'now' must be an ISO time, e.g. 2026-04-01T09:00:00Z")
@@ -150,11 +153,23 @@ def load_labels(path: str | Path) -> Labels:
     for note, newer in sorted(by.items()):
         _check(newer not in retire and newer not in merged_away, where, f"retire {note}: 'by' {newer} is itself retired or merged away")
     workspace = tuple(_commit(f"{where}: workspace {n}", entry) for n, entry in enumerate(_tables(where, raw, "workspace"), 1))
+    named = sorted(keep | grouped | set(retire) | set(by.values()))
+    if records:
+        known = _record_keys(store)
+        for note in named:
+            _check(note in known, where, f"names {note!r}, which is not a record of {store.name} (records are named by key, memory:item:<id>)")
     root = store.resolve()
-    for note in sorted(keep | grouped | set(retire) | set(by.values())):
+    for note in [] if records else named:
         plain = not {"", ".", ".."} & set(note.split("/")) and not (root / note).is_symlink()  # as the scan names notes
         _check(plain and (root / note).resolve().is_relative_to(root) and (root / note).is_file(), where, f"names {note!r}, which is not a file of {store.name}/")
     return Labels(store.name, store, raw["preset"], now, tuple(merges), retire, keep, raw.get("reindex"), str(raw.get("description", "")), survivors, by, workspace)
+
+
+def _record_keys(database: Path) -> frozenset[str]:
+    """The keys of the records a pass would read in ``database`` (a StoreError as any pass's)."""
+    from daemon.stores.records.database import open_roots, scan
+
+    return frozenset(scan(open_roots(database)).notes)
 
 
 def _commit(where: str, entry: dict[str, Any]) -> Commit:

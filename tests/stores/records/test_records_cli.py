@@ -76,3 +76,33 @@ def test_a_folder_stores_proposals_are_files(cli, example_store):
     cli("pass", "--store", str(example_store), "--preset", "deepcode")
     shown = json.loads(cli("show", "1", "--json").out)
     assert shown["store_kind"] == "files" and "records:" not in cli("show", "1").out
+
+
+def test_export_dir_writes_a_patch_of_the_renderings_that_says_it_is_about_records(cli, dexto, tmp_path):
+    """``export --dir`` on a Dexto store: one patch whose header says its paths are record keys
+    (applied with dreamd apply, not git apply); the database is untouched."""
+    before = dexto_db.values(dexto)
+    cli("pass", "--store", str(dexto), "--preset", "dexto")
+    done = cli("export", "--pending", "--dir", str(tmp_path / "out"))
+    assert done.code == 0, done.err
+    (patch,) = sorted((tmp_path / "out").iterdir())
+    assert patch.name == "1-merge-memory-item-Ab3dE_fG-hIj.patch"
+    text = patch.read_text()
+    assert "# store-kind: records (the paths are record keys; the diff is of their rendering: apply it with dreamd apply, not git apply)\n" in text
+    assert "rename to dreamd:deleted/memory:item:Zz9yX8wV7uT6\n" in text
+    assert dexto_db.values(dexto) == before
+
+
+def test_export_html_of_a_record_store_says_records_and_a_branch_is_refused(cli, dexto, tmp_path):
+    """``export --html`` writes the report, its proposal page naming records; ``--branch`` is one
+    config line (a database is not a git work tree), exit 2, nothing written."""
+    cli("pass", "--store", str(dexto), "--preset", "dexto")
+    assert cli("export", "--pending", "--html", str(tmp_path / "html")).code == 0
+    pages = {p.name: p.read_text() for p in (tmp_path / "html").rglob("*.html")}
+    (page,) = [text for name, text in pages.items() if name != "index.html"]
+    assert '<span id="records">records: paths are record keys;' in page and "memory:item:Zz9yX8wV7uT6" in page
+    before = dexto_db.values(dexto)
+    done = cli("export", "--pending", "--branch", "review")
+    assert (done.code, done.err.count("\n")) == (2, 1)
+    assert done.err.startswith("error[config]: ") and "record store" in done.err
+    assert dexto_db.values(dexto) == before
