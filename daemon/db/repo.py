@@ -91,31 +91,55 @@ def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, bytes]:
     return found
 
 
-def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Mapping[str, str]) -> int:
-    """The manifest row for this root hash, created with its entries when new."""
+MAX_DELTA_DEPTH = 32  # deltas down to a full manifest, at most: reading one costs that many small queries
+
+
+def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Mapping[str, str], *, base: tuple[int, Mapping[str, str]] | None = None) -> int:
+    """The manifest row for this root hash, created when new: as a delta of ``base`` (its id
+    and entries, when the caller has them) or else of the store's newest manifest; in full
+    when there is none, the chain is ``MAX_DELTA_DEPTH`` long, or most files changed."""
     existing = manifest_id(conn, store_id, root_hash)
     if existing is not None:
         return int(existing)
-    created = int(
-        conn.execute(
-            insert(t.manifests).values(store_id=store_id, root_hash=root_hash, file_count=len(manifest))
-        ).inserted_primary_key[0]
-    )
-    if manifest:
-        conn.execute(
-            insert(t.manifest_entries),
-            [{"manifest_id": created, "path": p, "blob_hash": h} for p, h in manifest.items()],
-        )
+    m = t.manifests.c
+    newest = conn.execute(select(m.id, m.depth).where(m.store_id == store_id, *([m.id == base[0]] if base else [])).order_by(m.id.desc()).limit(1)).first()
+    delta: tuple[dict[str, str], list[str]] | None = None
+    if newest is not None and newest.depth < MAX_DELTA_DEPTH:
+        old = base[1] if base else manifest_entries(conn, store_id, newest.id)
+        changed = {p: h for p, h in manifest.items() if old.get(p) != h}
+        dropped = [p for p in old if p not in manifest]
+        if len(changed) + len(dropped) <= len(manifest) // 2:
+            delta = changed, dropped
+    values = {"store_id": store_id, "root_hash": root_hash, "file_count": len(manifest)}
+    if delta is not None:
+        values |= {"base_id": newest.id, "depth": newest.depth + 1}  # type: ignore[union-attr]
+    created = int(conn.execute(insert(t.manifests).values(**values)).inserted_primary_key[0])
+    entries, dropped = delta if delta is not None else (dict(manifest), [])
+    if entries:
+        conn.execute(insert(t.manifest_entries), [{"manifest_id": created, "path": p, "blob_hash": h} for p, h in entries.items()])
+    if dropped:
+        conn.execute(insert(t.manifest_drops), [{"manifest_id": created, "path": p} for p in dropped])
     return created
 
 
 def manifest_entries(conn: Connection, store_id: int, manifest_id: int) -> dict[str, str]:
-    rows = conn.execute(
-        select(t.manifest_entries.c.path, t.manifest_entries.c.blob_hash)
-        .join(t.manifests, t.manifests.c.id == t.manifest_entries.c.manifest_id)
-        .where(t.manifests.c.store_id == store_id, t.manifests.c.id == manifest_id)
-    )
-    return {r.path: r.blob_hash for r in rows}
+    """Path -> blob of a manifest, rebuilt from its full base and the deltas on it."""
+    m = t.manifests.c
+    chain: list[int] = []
+    at: int | None = manifest_id
+    while at is not None:
+        row = conn.execute(select(m.base_id).where(m.store_id == store_id, m.id == at)).first()
+        if row is None:
+            break
+        chain.append(at)
+        at = row.base_id
+    found: dict[str, str] = {}
+    for mid in reversed(chain):
+        e, d = t.manifest_entries.c, t.manifest_drops.c
+        found.update({r.path: r.blob_hash for r in conn.execute(select(e.path, e.blob_hash).where(e.manifest_id == mid))})
+        for path in conn.scalars(select(d.path).where(d.manifest_id == mid)):
+            found.pop(path, None)
+    return found
 
 
 # the stat cache ---------------------------------------------------------------------

@@ -96,6 +96,9 @@ blobs = Table(
 
 # A manifest is a store's content at one moment: path -> blob. Shared by every snapshot
 # that saw the same root hash, so an unchanged store costs one row per pass, not 10,000.
+# A manifest with a base is a delta, as git packs objects: its entries are the paths whose
+# blob differs from the base's, its drops the paths the base has and it has not; ``depth``
+# counts the deltas down to a full manifest (0: full). k changed files cost k rows.
 manifests = Table(
     "manifests",
     metadata,
@@ -103,6 +106,8 @@ manifests = Table(
     Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
     Column("root_hash", HASH, nullable=False),
     Column("file_count", Integer, nullable=False),
+    Column("base_id", Integer),  # a manifest of the same store, older; never deleted
+    Column("depth", Integer, nullable=False, server_default="0"),
     UniqueConstraint("store_id", "root_hash", name="uq_manifests_store_root"),
 )
 
@@ -112,6 +117,13 @@ manifest_entries = Table(
     Column("manifest_id", Integer, ForeignKey("manifests.id"), primary_key=True),
     Column("path", Text, primary_key=True),
     Column("blob_hash", HASH, ForeignKey("blobs.hash"), nullable=False),
+)
+
+manifest_drops = Table(
+    "manifest_drops",
+    metadata,
+    Column("manifest_id", Integer, ForeignKey("manifests.id"), primary_key=True),
+    Column("path", Text, primary_key=True),
 )
 
 passes = Table(
