@@ -26,10 +26,10 @@ from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.merged import Found, exact_steps, holds_result, manifest_before, record_found_applied
-from daemon.service.recovery import close_rolled_back, fail_journal, finish_journal, keeper, recover, record_external_changes
+from daemon.service.merged import Found, exact_steps, holds_result, record_found_applied
+from daemon.service.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, scan_blobs
 from daemon.service.review import locate, mark_stale
-from daemon.service.workspace import registered_roots, store_config_for_id, store_name as store_name_of
+from daemon.service.workspace import glance, registered_roots, remember_stats, store_config_for_id, store_name as store_name_of
 from daemon.stores import files as store_files
 from daemon.stores import port
 from daemon.stores.paths import StoreRoots
@@ -49,17 +49,64 @@ class ApplyResult:
 def apply(app: App, ids: list[int] | None = None, store_name: str | None = None, progress: Callable[[int, int], None] | None = None) -> list[ApplyResult]:
     """Apply the given proposals (each must be accepted), or every accepted one.
 
+    The proposals of one store are applied in one run under one lease (see ``Run``), each
+    still compare-and-swapped and journaled on its own, in the order given.
     ``progress(done, total)``, if given, is called once the targets are known (done 0) and
     after each proposal: a face shows a bar with it."""
     targets = [locate(app, i) for i in ids] if ids else _accepted(app, store_name)
-    results = []
-    for store_id, pid in targets:
-        if progress is not None:
-            progress(len(results), len(targets))
-        results.append(_apply_one(app, store_id, pid))
+    results: list[ApplyResult] = []
     if progress is not None:
-        progress(len(results), len(targets))
+        progress(0, len(targets))
+    for store_id, pids in _by_store(targets):
+        with app.engine().connect() as conn:
+            store = store_config_for_id(app, conn, store_id)
+        with holding_store(app, store_id, store.name, heartbeat=True):
+            run = Run(app, store, store_id)
+            for pid in pids:
+                with shielded():  # a worker told to stop finishes this proposal, then stops
+                    results.append(_apply_held(app, store, store_id, pid, run))
+                if progress is not None:
+                    progress(len(results), len(targets))
     return results
+
+
+def _by_store(targets: list[tuple[int, int]]) -> list[tuple[int, list[int]]]:
+    """The proposal ids grouped by store, stores in the order they first appear."""
+    groups: dict[int, list[int]] = {}
+    for store_id, pid in targets:
+        groups.setdefault(store_id, []).append(pid)
+    return list(groups.items())
+
+
+class Run:
+    """Applies of one store under one lease: recovery once, the store looked at once (a
+    glance: the stat cache spares files unchanged since dreamd read them), then each apply
+    records the state it leaves as the one before it moved by its own steps, so applying N
+    proposals re-hashes the files they touch, not the whole store N times.
+
+    Each apply still reads and compares the bytes of every file it touches (compare-and-swap
+    never trusts this state). A file someone else changes while the run goes on, and that no
+    proposal of the run touches, is recorded by the next pass (as an external change)."""
+
+    def __init__(self, app: App, store: StoreConfig, store_id: int) -> None:
+        self.app, self.store, self.store_id = app, store, store_id
+        recover(app, store)
+        self.roots = registered_roots(app, store_id, store)
+        self._recorded: dict[str, str] | None = None
+
+    def recorded(self) -> dict[str, str]:
+        """The store's manifest now: looked at on first use, then kept by each apply."""
+        if self._recorded is None:
+            scan, seen = glance(self.app, self.store_id, self.store, self.roots)
+            with self.app.engine().begin() as conn:
+                repo.put_blobs(conn, scan_blobs(scan))
+                remember_stats(conn, self.store_id, scan, seen)
+            self._recorded = scan.manifest
+        return self._recorded
+
+    def moved(self, after: dict[str, str] | None) -> None:
+        """What the last write left (None: unknown, look again before the next)."""
+        self._recorded = after
 
 
 def _accepted(app: App, store_name: str | None) -> list[tuple[int, int]]:
@@ -86,13 +133,10 @@ def _under_lease(app: App, store_id: int, work: Callable[[StoreConfig], ApplyRes
         return work(store)
 
 
-def _apply_one(app: App, store_id: int, proposal_id: int) -> ApplyResult:
-    return _under_lease(app, store_id, lambda store: _apply_held(app, store, store_id, proposal_id))
-
-
-def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -> ApplyResult:
+def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, run: Run) -> ApplyResult:
     engine = app.engine()
-    recover(app, store)  # first: it may finish this very proposal's crashed apply
+    if recover(app, store):  # it may have finished this very proposal's crashed apply
+        run.moved(None)
     with engine.connect() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)
     if row.state != ACCEPTED:
@@ -100,8 +144,9 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
     with engine.connect() as conn:
         files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
     now = app.clock()
-    roots = registered_roots(app, store_id, store)
+    roots = run.roots
     if holds_result(files, journal.on_disk(roots, files)):
+        run.moved(None)
         return _found_applied(app, store, roots, store_id, proposal_id, files, blobs)
     pinned = _pinned_changes(store, files, blobs)
     changed = journal.mismatches(roots, {p: base for p, (base, _) in files.items()})
@@ -127,7 +172,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -
         repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after})
 
     try:
-        _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs))
+        _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs), run=run)
     except StaleError as exc:  # a record store's transaction rolled back whole: nothing was written
         with engine.begin() as conn:
             mark_stale(app, conn, store_id, proposal_id, str(exc), app.clock())
@@ -167,9 +212,11 @@ def _next_step(proposal_id: int, state: str) -> str:
     return "it cannot be applied any more; a later pass proposes the change again if it is still wanted"
 
 
-def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None) -> None:
-    """Open the journal (after ``prepare``, in the same transaction), write, record the outcome."""
-    roots = registered_roots(app, store_id, store)
+def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, run: Run | None = None) -> None:
+    """Open the journal (after ``prepare``, in the same transaction), write, record the
+    outcome: the state ``run`` recorded moved by the steps, or (no run) a scan of the store."""
+    roots = run.roots if run is not None else registered_roots(app, store_id, store)
+    before = run.recorded() if run is not None else None  # looked at before anything is written
     with app.engine().begin() as conn:
         if prepare is not None:
             prepare(conn)
@@ -178,9 +225,13 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
         keep = keeper(app, store_id, journal_id, proposal_id)
         journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=journal_id, keep=keep)
     except ConflictError:
+        if run is not None:
+            run.moved(None)
         recover(app, store)  # closes this journal as conflict, recorded, for verify and resolve
         raise
     except DreamdError as exc:  # any other failure mid-write: closed, never left "writing"
+        if run is not None:
+            run.moved(None)
         if port.is_records(roots):  # one database transaction, rolled back: nothing to resolve
             close_rolled_back(app, store_id, journal_id, proposal_id, exc)
             raise
@@ -189,9 +240,17 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
             f"{operation} of proposal {proposal_id} failed while writing: {exc}",
             hint=f"nothing is half-written; dreamd verify names journal {journal_id}, dreamd resolve {journal_id} ends it",
         ) from exc
-    scan = port.scan(roots, store.settings)
+    if before is not None:
+        after = manifest_after(steps, before)
+    else:
+        scan = port.scan(roots, store.settings)
+        after = scan.manifest
     with app.engine().begin() as conn:
-        finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, scan, proposal=proposal)
+        if before is None:
+            repo.put_blobs(conn, scan_blobs(scan))
+        recorded = finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, after, proposal=proposal)
+    if run is not None:
+        run.moved(recorded)
 
 
 def _rebase_index(conn: Connection, store: StoreConfig, roots: StoreRoots, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:

@@ -29,7 +29,7 @@ from daemon.db import repo
 from daemon.diffs.git import reapply
 from daemon.service import journal
 from daemon.service.context import App
-from daemon.service.recovery import retired_values
+from daemon.service.recovery import manifest_before, retired_values
 
 FOUND = "found applied: the store already holds its result (merged from a branch, or the same edit made by hand)"
 
@@ -102,13 +102,6 @@ def _replay(conn: Connection, store_id: int, index: str, chain: list[tuple[Any, 
     return replayed if replayed and state == current else None
 
 
-def manifest_before(steps: list[journal.Step], after: Mapping[str, str]) -> dict[str, str]:
-    """The store's manifest as it was before the steps: ``after`` with each step's before."""
-    changed = {s.path: s.before for s in steps}
-    kept = {p: h for p, h in after.items() if p not in changed}
-    return kept | {p: h for p, h in changed.items() if h is not None}
-
-
 def record_found_applied(app: App, conn: Connection, store_id: int, found: Found, after: Mapping[str, str], now: dt.datetime) -> None:
     """Record an open proposal as applied without writing a byte: journal, snapshots, state,
     the values it retired, and a ``proposal.applied`` event by ``app.actor`` saying it was found.
@@ -122,7 +115,7 @@ def record_found_applied(app: App, conn: Connection, store_id: int, found: Found
     repo.close_journal(conn, store_id, journal_id, "done", now)
     before = manifest_before(steps, after)
     before_id = repo.save_manifest(conn, store_id, root_hash(before), before)
-    after_id = repo.save_manifest(conn, store_id, root_hash(dict(after)), after)
+    after_id = repo.save_manifest(conn, store_id, root_hash(dict(after)), after, base=(before_id, before))
     repo.add_snapshot(conn, store_id, before_id, "apply-before", now, proposal_id=found.proposal_id)
     repo.add_snapshot(conn, store_id, after_id, "apply-after", now, proposal_id=found.proposal_id)
     repo.set_state(conn, store_id, found.proposal_id, APPLIED, now, FOUND)

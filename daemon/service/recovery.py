@@ -10,7 +10,7 @@ and ``dreamd verify`` reports it, with nothing overwritten, until ``dreamd resol
 from __future__ import annotations
 
 import datetime as dt
-
+from collections.abc import Mapping
 from typing import Any
 
 import structlog
@@ -93,7 +93,8 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
             continue
         scan = port.scan(roots, store.settings)
         with engine.begin() as conn:
-            finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan, recovered=True)
+            repo.put_blobs(conn, scan_blobs(scan))
+            finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan.manifest, recovered=True)
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
     for entry in pending:
@@ -179,28 +180,27 @@ def close_rolled_back(app: App, store_id: int, journal_id: int, proposal_id: int
     log.info("journal.rolled_back", journal=journal_id, proposal_id=proposal_id, reason=str(error))
 
 
-def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], scan: ScanResult, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False) -> None:
+def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False) -> dict[str, str]:
     """Record a completed apply or revert: state, snapshots, tombstones, event.
 
-    ``scan`` is the store after the writes, taken before the caller's transaction began (a
-    scan reads every file: not while holding the database's write lock). ``proposal``: its
-    files and bytes when the caller has them already, else they are rebuilt.
+    ``after`` is the store's manifest after the writes, its bytes stored (a scan's: see
+    ``scan_blobs``; or the manifest an earlier apply of the same run recorded, moved by the
+    steps). ``proposal``: its files and bytes when the caller has them already, else they
+    are rebuilt. Returns ``after`` as recorded.
     """
     now = app.clock()
-    repo.put_blobs(conn, {e.hash: e.data for e in {**scan.files, **scan.archived}.values()})
-    after = scan.manifest
-    before = dict(after)
-    for step in steps:
-        if step.before is None:
-            before.pop(step.path, None)
-        else:
-            before[step.path] = step.before
+    after = dict(after)
+    before = manifest_before(steps, after)
     previous = repo.latest_snapshot(conn, store_id)
-    if previous is not None and previous.root_hash != root_hash(before):
+    base = None
+    before_root = root_hash(before)
+    if previous is not None and previous.root_hash != before_root:
         # files dreamd did not write changed since it last looked: say so before recording
-        record_external_changes(app, conn, store_id, repo.manifest_entries(conn, store_id, previous.manifest_id), before, now)
-    before_id = repo.save_manifest(conn, store_id, root_hash(before), before)
-    after_id = repo.save_manifest(conn, store_id, scan.root_hash, after)
+        seen = repo.manifest_entries(conn, store_id, previous.manifest_id)
+        record_external_changes(app, conn, store_id, seen, before, now)
+        base = (previous.manifest_id, seen)
+    before_id = repo.save_manifest(conn, store_id, before_root, before, base=base)
+    after_id = repo.save_manifest(conn, store_id, root_hash(after), after, base=(before_id, before))
     repo.add_snapshot(conn, store_id, before_id, f"{operation}-before", now, proposal_id=proposal_id)
     repo.add_snapshot(conn, store_id, after_id, f"{operation}-after", now, proposal_id=proposal_id)
     repo.close_journal(conn, store_id, journal_id, "done", now)
@@ -214,6 +214,26 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
         repo.drop_value_tombstones(conn, store_id, proposal_id)
     payload = {"files": [s.as_dict() for s in steps], "recovered": recovered}
     repo.add_event(conn, store_id, f"proposal.{state}", app.actor, app.surface, now, payload, proposal_id=proposal_id)
+    return after
+
+
+def manifest_before(steps: list[journal.Step], after: Mapping[str, str]) -> dict[str, str]:
+    """The store's manifest as it was before the steps: ``after`` with each step's before."""
+    changed = {s.path: s.before for s in steps}
+    kept = {p: h for p, h in after.items() if p not in changed}
+    return kept | {p: h for p, h in changed.items() if h is not None}
+
+
+def manifest_after(steps: list[journal.Step], before: Mapping[str, str]) -> dict[str, str]:
+    """The store's manifest once the steps are written: ``before`` with each step's after."""
+    changed = {s.path: s.after for s in steps}
+    kept = {p: h for p, h in before.items() if p not in changed}
+    return kept | {p: h for p, h in changed.items() if h is not None}
+
+
+def scan_blobs(scan: ScanResult) -> dict[str, bytes]:
+    """The bytes a scan read (a file the stat cache vouched for is stored already)."""
+    return {e.hash: e.data for e in {**scan.files, **scan.archived}.values() if e.read is not None}
 
 
 def retired_values(files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes]) -> dict[str, str]:
