@@ -60,7 +60,7 @@ __all__ = [
 MIGRATIONS = Path(__file__).resolve().with_name("migrations")
 READ_ONLY: dict[str, Any] = {"dreamd_read_only": True}
 DEFAULT_BUSY_TIMEOUT_MS = 5000
-HEAD_REVISION = "0008_manifest_deltas"  # the newest migration; tests check it against Alembic
+HEAD_REVISION = "0009_blob_deltas"  # the newest migration; tests check it against Alembic
 
 
 def default_db_url() -> str:

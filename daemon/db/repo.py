@@ -13,6 +13,9 @@ from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
 
+from daemon.core.errors import StateError
+from daemon.core.hashing import hash_bytes
+from daemon.db import deltas
 from daemon.db import schema as t
 
 
@@ -63,9 +66,15 @@ def all_stores(conn: Connection) -> list[Any]:
 # blobs and manifests ----------------------------------------------------------------
 
 
-def put_blobs(conn: Connection, blobs: Mapping[str, bytes]) -> int:
+MAX_BLOB_DEPTH = 16  # deltas down to whole bytes, at most: reading a blob rebuilds that many
+
+
+def put_blobs(conn: Connection, blobs: Mapping[str, bytes], bases: Mapping[str, str | None] | None = None) -> int:
     """Store the blobs not stored yet; returns how many looked new.
 
+    ``bases`` maps a blob to an earlier version of the same file (a step's before, the last
+    pass's bytes of the path): when that one is stored and the blob differs from it in one
+    place, the blob is stored as a delta of it (see db/deltas.py).
     Blobs are shared by every store, so two stores' passes (each under its own lease) may
     insert the same bytes at once: the insert ignores a hash that appeared meanwhile.
     """
@@ -76,18 +85,50 @@ def put_blobs(conn: Connection, blobs: Mapping[str, bytes]) -> int:
     for i in range(0, len(keys), 500):
         chunk = keys[i : i + 500]
         have.update(conn.scalars(select(t.blobs.c.hash).where(t.blobs.c.hash.in_(chunk))))
-    new = [{"hash": h, "size": len(blobs[h]), "data": blobs[h]} for h in keys if h not in have]
+    fresh = [h for h in keys if h not in have]
+    wanted = {h: b for h in fresh if (b := (bases or {}).get(h)) and b != h}
+    found = _blob_depths(conn, set(wanted.values()))
+    based = get_blobs(conn, [b for b in set(wanted.values()) if found.get(b, MAX_BLOB_DEPTH) < MAX_BLOB_DEPTH])
+    new = []
+    for h in fresh:
+        row = {"hash": h, "size": len(blobs[h]), "data": blobs[h], "base_hash": None, "depth": 0}
+        base = wanted.get(h)
+        if base in based:
+            delta = deltas.encode(based[base], blobs[h])
+            if deltas.worth_it(delta, blobs[h]):
+                row |= {"data": delta, "base_hash": base, "depth": found[base] + 1}  # type: ignore[index]
+        new.append(row)
     if new:
         conn.execute(_insert_if_absent(conn, t.blobs, ["hash"]), new)
     return len(new)
 
 
-def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, bytes]:
-    wanted = sorted(set(hashes))
-    found: dict[str, bytes] = {}
+def _blob_depths(conn: Connection, hashes: Iterable[str]) -> dict[str, int]:
+    wanted, found = sorted(hashes), {}
     for i in range(0, len(wanted), 500):
-        rows = conn.execute(select(t.blobs.c.hash, t.blobs.c.data).where(t.blobs.c.hash.in_(wanted[i : i + 500])))
-        found.update({r.hash: bytes(r.data) for r in rows})
+        found.update({r.hash: r.depth for r in conn.execute(select(t.blobs.c.hash, t.blobs.c.depth).where(t.blobs.c.hash.in_(wanted[i : i + 500])))})
+    return found
+
+
+def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, bytes]:
+    """The bytes of the blobs stored (a hash not stored is left out), each rebuilt from its
+    base when it is a delta and checked against its hash (StateError when it does not match)."""
+    wanted = sorted(set(hashes))
+    stored: dict[str, tuple[bytes, str | None]] = {}
+    for i in range(0, len(wanted), 500):
+        rows = conn.execute(select(t.blobs.c.hash, t.blobs.c.data, t.blobs.c.base_hash).where(t.blobs.c.hash.in_(wanted[i : i + 500])))
+        stored.update({r.hash: (bytes(r.data), r.base_hash) for r in rows})
+    bases = {base for _, base in stored.values() if base is not None}
+    whole = get_blobs(conn, bases) if bases else {}
+    found: dict[str, bytes] = {}
+    for digest, (data, base) in stored.items():
+        if base is not None:
+            if base not in whole:
+                raise StateError(f"blob {digest[:12]} is stored as a delta of {base[:12]}, which is missing from the state database")
+            data = deltas.decode(whole[base], data)
+            if hash_bytes(data) != digest:
+                raise StateError(f"blob {digest[:12]} does not rebuild to its hash from its base {base[:12]}; the state database is damaged")
+        found[digest] = data
     return found
 
 

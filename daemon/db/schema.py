@@ -86,12 +86,18 @@ stores = Table(
 )
 
 # Bytes stored once, addressed by BLAKE3; never updated or deleted (triggers refuse it).
+# A blob with a base is stored as a delta of it (db/deltas.py): the bytes both share at the
+# start and at the end are the base's, only the middle is kept; ``depth`` counts the deltas
+# down to whole bytes (0: ``data`` is the blob). An index that one apply edits by a line
+# costs a line, not the whole index again.
 blobs = Table(
     "blobs",
     metadata,
     Column("hash", HASH, primary_key=True),
-    Column("size", Integer, nullable=False),
+    Column("size", Integer, nullable=False),  # of the whole blob
     Column("data", LargeBinary, nullable=False),
+    Column("base_hash", HASH),  # a blob stored before it; never deleted
+    Column("depth", Integer, nullable=False, server_default="0"),
 )
 
 # A manifest is a store's content at one moment: path -> blob. Shared by every snapshot

@@ -169,7 +169,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     def prepare(conn: Connection) -> None:
         check_transition(repo.get_proposal(conn, store_id, proposal_id).state, APPLIED, proposal_id)
         # what will be written is stored first: recovery and revert read it from here
-        repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after})
+        repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after}, bases=journal.blob_bases(steps))
 
     try:
         _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs), run=run)

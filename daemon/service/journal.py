@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from sqlalchemy import Connection
 
@@ -40,6 +40,14 @@ class Step:
     @classmethod
     def from_dict(cls, raw: Mapping[str, str | None]) -> Step:
         return cls(str(raw["path"]), raw["before"], raw["after"])
+
+
+def blob_bases(steps: list[Step]) -> dict[str, str | None]:
+    """Each blob the steps write, with the bytes it is a new version of (stored as a delta of
+    them): the file's own before, or for a file moved (a note retired into the archive) the
+    before of the file of the same name the steps remove."""
+    moved = {PurePosixPath(s.path).name: s.before for s in steps if s.after is None and s.before}
+    return {s.after: s.before or moved.get(PurePosixPath(s.path).name) for s in steps if s.after}
 
 
 def temp_dir_for(settings: StoreSettings, roots: StoreRoots) -> str | None:

@@ -336,13 +336,15 @@ def _store_refusal(app: App, conn: Connection, store_id: int, pass_id: int, refu
 def _record_snapshot(app: App, conn: Connection, store_id: int, pass_id: int, scan, now: dt.datetime) -> dict[str, list[str]]:  # noqa: ANN001
     """Store new blobs and the manifest; report what changed since dreamd last looked."""
     previous = repo.latest_snapshot(conn, store_id)
+    changed = previous is not None and previous.root_hash != scan.root_hash
+    before = repo.manifest_entries(conn, store_id, previous.manifest_id) if changed else {}
     all_files = {**scan.files, **scan.archived}
-    repo.put_blobs(conn, {e.hash: e.data for e in all_files.values()})
-    manifest_id = repo.save_manifest(conn, store_id, scan.root_hash, scan.manifest)
+    # a file's new bytes are stored as a delta of what the last snapshot held at its path
+    repo.put_blobs(conn, {e.hash: e.data for e in all_files.values()}, bases={e.hash: before.get(path) for path, e in all_files.items()})
+    manifest_id = repo.save_manifest(conn, store_id, scan.root_hash, scan.manifest, base=(previous.manifest_id, before) if changed else None)
     repo.add_snapshot(conn, store_id, manifest_id, "pass", now, pass_id=pass_id)
-    if previous is None or previous.root_hash == scan.root_hash:
+    if not changed:
         return {}
-    before = repo.manifest_entries(conn, store_id, previous.manifest_id)
     return record_external_changes(app, conn, store_id, before, scan.manifest, now, pass_id=pass_id)
 
 

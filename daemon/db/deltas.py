@@ -1,0 +1,48 @@
+"""A blob as a delta of another: what the two share at the start and at the end is the
+base's, only the middle is stored. An edit of one place in a file (an index line removed,
+a line appended to a note) costs that place, not the file again.
+
+A delta is ``prefix length, suffix length`` (8 bytes each, big-endian) then the middle.
+Decoding checks nothing itself: ``repo.get_blobs`` hashes every rebuilt blob.
+"""
+
+from __future__ import annotations
+
+import struct
+
+_HEAD = struct.Struct(">QQ")
+
+
+def encode(base: bytes, data: bytes) -> bytes:
+    """``data`` as a delta of ``base``."""
+    prefix = _shared(base, data)
+    room = min(len(base), len(data)) - prefix  # the suffix may not overlap the prefix
+    suffix = _shared(base[::-1][:room], data[::-1][:room])
+    return _HEAD.pack(prefix, suffix) + data[prefix : len(data) - suffix]
+
+
+def _shared(a: bytes, b: bytes, chunk: int = 4096) -> int:
+    """How many leading bytes ``a`` and ``b`` share: chunks compared whole (memcmp), then a
+    binary search inside the first chunk that differs."""
+    most = min(len(a), len(b))
+    at = 0
+    while at + chunk <= most and a[at : at + chunk] == b[at : at + chunk]:
+        at += chunk
+    low, high = at, min(at + chunk, most)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if a[at:mid] == b[at:mid]:
+            low = mid
+        else:
+            high = mid - 1
+    return low
+
+
+def decode(base: bytes, delta: bytes) -> bytes:
+    prefix, suffix = _HEAD.unpack_from(delta)
+    return base[:prefix] + delta[_HEAD.size :] + (base[len(base) - suffix :] if suffix else b"")
+
+
+def worth_it(delta: bytes, data: bytes) -> bool:
+    """A delta is kept only when it is at most half the blob (small blobs stay whole)."""
+    return len(delta) * 2 <= len(data)
