@@ -92,19 +92,19 @@ class Run:
         self.app, self.store, self.store_id = app, store, store_id
         recover(app, store)
         self.roots = registered_roots(app, store_id, store)
-        self._recorded: dict[str, str] | None = None
+        self._recorded: tuple[dict[str, str], str] | None = None
 
-    def recorded(self) -> dict[str, str]:
-        """The store's manifest now: looked at on first use, then kept by each apply."""
+    def recorded(self) -> tuple[dict[str, str], str]:
+        """The store's manifest now and its root hash: looked at on first use, then kept by each apply."""
         if self._recorded is None:
             scan, seen = glance(self.app, self.store_id, self.store, self.roots)
             with self.app.engine().begin() as conn:
                 repo.put_blobs(conn, scan_blobs(scan))
                 remember_stats(conn, self.store_id, scan, seen)
-            self._recorded = scan.manifest
+            self._recorded = scan.manifest, scan.root_hash
         return self._recorded
 
-    def moved(self, after: dict[str, str] | None) -> None:
+    def moved(self, after: tuple[dict[str, str], str] | None) -> None:
         """What the last write left (None: unknown, look again before the next)."""
         self._recorded = after
 
@@ -241,14 +241,17 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
             hint=f"nothing is half-written; dreamd verify names journal {journal_id}, dreamd resolve {journal_id} ends it",
         ) from exc
     if before is not None:
-        after = manifest_after(steps, before)
+        after = manifest_after(steps, before[0])
+        # its root stands for the state before only if every step started from what was recorded
+        known_root = before[1] if all(before[0].get(s.path) == s.before for s in steps) else None
     else:
         scan = port.scan(roots, store.settings)
-        after = scan.manifest
+        after, known_root = scan.manifest, None
     with app.engine().begin() as conn:
         if before is None:
             repo.put_blobs(conn, scan_blobs(scan))
-        recorded = finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, after, proposal=proposal)
+        recorded = finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, after, proposal=proposal,
+                                  index_path=store.settings.index_path, before_root=known_root)  # fmt: skip
     if run is not None:
         run.moved(recorded)
 

@@ -180,7 +180,7 @@ def close_rolled_back(app: App, store_id: int, journal_id: int, proposal_id: int
     log.info("journal.rolled_back", journal=journal_id, proposal_id=proposal_id, reason=str(error))
 
 
-def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False) -> dict[str, str]:
+def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False, index_path: str | None = None, before_root: str | None = None) -> tuple[dict[str, str], str]:
     """Record a completed apply or revert: state, snapshots, tombstones, event.
 
     ``after`` is the store's manifest after the writes, its bytes stored (a scan's: see
@@ -193,14 +193,15 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
     before = manifest_before(steps, after)
     previous = repo.latest_snapshot(conn, store_id)
     base = None
-    before_root = root_hash(before)
+    before_root = before_root or root_hash(before)
     if previous is not None and previous.root_hash != before_root:
         # files dreamd did not write changed since it last looked: say so before recording
         seen = repo.manifest_entries(conn, store_id, previous.manifest_id)
         record_external_changes(app, conn, store_id, seen, before, now)
         base = (previous.manifest_id, seen)
     before_id = repo.save_manifest(conn, store_id, before_root, before, base=base)
-    after_id = repo.save_manifest(conn, store_id, root_hash(after), after, base=(before_id, before))
+    after_root = root_hash(after)
+    after_id = repo.save_manifest(conn, store_id, after_root, after, base=(before_id, before))
     repo.add_snapshot(conn, store_id, before_id, f"{operation}-before", now, proposal_id=proposal_id)
     repo.add_snapshot(conn, store_id, after_id, f"{operation}-after", now, proposal_id=proposal_id)
     repo.close_journal(conn, store_id, journal_id, "done", now)
@@ -208,13 +209,13 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
     repo.set_state(conn, store_id, proposal_id, state, now)
     if operation == "apply":
         files, blobs = proposal or journal.proposal_bytes(conn, store_id, proposal_id)
-        for path, value in retired_values(files, blobs).items():
+        for path, value in retired_values(files, blobs, index_path).items():
             repo.add_tombstone(conn, store_id, "value", value, now, proposal_id=proposal_id, note_path=path, reason="retired")
     else:
         repo.drop_value_tombstones(conn, store_id, proposal_id)
     payload = {"files": [s.as_dict() for s in steps], "recovered": recovered}
     repo.add_event(conn, store_id, f"proposal.{state}", app.actor, app.surface, now, payload, proposal_id=proposal_id)
-    return after
+    return after, after_root
 
 
 def manifest_before(steps: list[journal.Step], after: Mapping[str, str]) -> dict[str, str]:
@@ -236,15 +237,20 @@ def scan_blobs(scan: ScanResult) -> dict[str, bytes]:
     return {e.hash: e.data for e in {**scan.files, **scan.archived}.values() if e.read is not None}
 
 
-def retired_values(files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes]) -> dict[str, str]:
+def retired_values(files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes], index_path: str | None = None) -> dict[str, str]:
     """Normalised-value hashes of notes an applied proposal retired (path -> value hash).
 
     A value that stays live in the result (the survivor of an exact-duplicate merge holds
-    the same text) was not retired, so it is not tombstoned.
+    the same text) was not retired, so it is not tombstoned. The store's index is no note:
+    its text (the largest file of a big store) is never normalised for this.
     """
-    kept = {Note(path, blobs[result], result).value_hash for path, (_, result) in files.items() if result is not None and Note(path, blobs[result], result).live}
+    retired = retired_notes(files, blobs)
+    if not retired:
+        return {}
+    kept = {Note(path, blobs[result], result).value_hash for path, (_, result) in files.items()
+            if result is not None and path != index_path and Note(path, blobs[result], result).live}  # fmt: skip
     found = {}
-    for path in retired_notes(files, blobs):
+    for path in retired:
         value = Note(path, blobs[files[path][0]], files[path][0]).value_hash  # type: ignore[index]
         if value not in kept:
             found[path] = value
