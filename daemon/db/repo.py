@@ -15,7 +15,7 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from daemon.core.errors import StateError
 from daemon.core.hashing import hash_bytes
-from daemon.db import deltas
+from daemon.db import packing
 from daemon.db import schema as t
 
 
@@ -66,15 +66,16 @@ def all_stores(conn: Connection) -> list[Any]:
 # blobs and manifests ----------------------------------------------------------------
 
 
-MAX_BLOB_DEPTH = 16  # deltas down to whole bytes, at most: reading a blob rebuilds that many
+MAX_BLOB_DEPTH = 64  # deltas down to whole bytes, at most: reading a blob rebuilds that many
 
 
-def put_blobs(conn: Connection, blobs: Mapping[str, bytes], bases: Mapping[str, str | None] | None = None) -> int:
+def put_blobs(conn: Connection, blobs: Mapping[str, bytes], bases: Mapping[str, str | None] | None = None, known: Mapping[str, bytes] | None = None) -> int:
     """Store the blobs not stored yet; returns how many looked new.
 
     ``bases`` maps a blob to an earlier version of the same file (a step's before, the last
     pass's bytes of the path): when that one is stored and the blob differs from it in one
-    place, the blob is stored as a delta of it (see db/deltas.py).
+    place, the blob is stored as a delta of it (see db/deltas.py); ``known`` holds base bytes
+    the caller has already (hash -> bytes), so they are not rebuilt from the database.
     Blobs are shared by every store, so two stores' passes (each under its own lease) may
     insert the same bytes at once: the insert ignores a hash that appeared meanwhile.
     """
@@ -88,16 +89,20 @@ def put_blobs(conn: Connection, blobs: Mapping[str, bytes], bases: Mapping[str, 
     fresh = [h for h in keys if h not in have]
     wanted = {h: b for h in fresh if (b := (bases or {}).get(h)) and b != h}
     found = _blob_depths(conn, set(wanted.values()))
-    based = get_blobs(conn, [b for b in set(wanted.values()) if found.get(b, MAX_BLOB_DEPTH) < MAX_BLOB_DEPTH])
+    usable = [b for b in set(wanted.values()) if found.get(b, MAX_BLOB_DEPTH) < MAX_BLOB_DEPTH]
+    given = {b: (known or {})[b] for b in usable if b in (known or {})}
+    based = given | get_blobs(conn, [b for b in usable if b not in given])
     new = []
     for h in fresh:
-        row = {"hash": h, "size": len(blobs[h]), "data": blobs[h], "base_hash": None, "depth": 0}
-        base = wanted.get(h)
+        base, delta = wanted.get(h), None
         if base in based:
-            delta = deltas.encode(based[base], blobs[h])
-            if deltas.worth_it(delta, blobs[h]):
-                row |= {"data": delta, "base_hash": base, "depth": found[base] + 1}  # type: ignore[index]
-        new.append(row)
+            delta = packing.encode(based[base], blobs[h])  # type: ignore[index]
+        if delta is not None and packing.worth_it(delta, blobs[h]):
+            row = {"data": delta, "packed": False, "base_hash": base, "depth": found[base] + 1}  # type: ignore[index]
+        else:
+            data, packed = packing.pack(blobs[h])
+            row = {"data": data, "packed": packed, "base_hash": None, "depth": 0}
+        new.append({"hash": h, "size": len(blobs[h]), **row})
     if new:
         conn.execute(_insert_if_absent(conn, t.blobs, ["hash"]), new)
     return len(new)
@@ -115,9 +120,10 @@ def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, bytes]:
     base when it is a delta and checked against its hash (StateError when it does not match)."""
     wanted = sorted(set(hashes))
     stored: dict[str, tuple[bytes, str | None]] = {}
+    b = t.blobs.c
     for i in range(0, len(wanted), 500):
-        rows = conn.execute(select(t.blobs.c.hash, t.blobs.c.data, t.blobs.c.base_hash).where(t.blobs.c.hash.in_(wanted[i : i + 500])))
-        stored.update({r.hash: (bytes(r.data), r.base_hash) for r in rows})
+        rows = conn.execute(select(b.hash, b.data, b.packed, b.base_hash).where(b.hash.in_(wanted[i : i + 500])))
+        stored.update({r.hash: (packing.unpack(bytes(r.data), r.packed), r.base_hash) for r in rows})
     bases = {base for _, base in stored.values() if base is not None}
     whole = get_blobs(conn, bases) if bases else {}
     found: dict[str, bytes] = {}
@@ -125,35 +131,44 @@ def get_blobs(conn: Connection, hashes: Iterable[str]) -> dict[str, bytes]:
         if base is not None:
             if base not in whole:
                 raise StateError(f"blob {digest[:12]} is stored as a delta of {base[:12]}, which is missing from the state database")
-            data = deltas.decode(whole[base], data)
+            data = packing.decode(whole[base], data)
             if hash_bytes(data) != digest:
                 raise StateError(f"blob {digest[:12]} does not rebuild to its hash from its base {base[:12]}; the state database is damaged")
         found[digest] = data
     return found
 
 
-MAX_DELTA_DEPTH = 32  # deltas down to a full manifest, at most: reading one costs that many small queries
+MAX_DELTA_DEPTH = 1024  # deltas down to a full manifest, at most (and their rows at most the store's files)
 
 
-def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Mapping[str, str], *, base: tuple[int, Mapping[str, str]] | None = None) -> int:
+def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Mapping[str, str], *, base: tuple[int, Mapping[str, str]] | None = None, changed: Iterable[str] | None = None) -> int:
     """The manifest row for this root hash, created when new: as a delta of ``base`` (its id
     and entries, when the caller has them) or else of the store's newest manifest; in full
-    when there is none, the chain is ``MAX_DELTA_DEPTH`` long, or most files changed."""
+    when there is none, the chain is ``MAX_DELTA_DEPTH`` long or holds more rows than the
+    store has files (rebuilding would cost more than twice a full copy), or most files changed.
+    ``changed``: the only paths that may differ from ``base`` (an apply's steps), so the
+    others are not compared."""
     existing = manifest_id(conn, store_id, root_hash)
     if existing is not None:
         return int(existing)
     m = t.manifests.c
-    newest = conn.execute(select(m.id, m.depth).where(m.store_id == store_id, *([m.id == base[0]] if base else [])).order_by(m.id.desc()).limit(1)).first()
+    newest = conn.execute(select(m.id, m.depth, m.chain_rows).where(m.store_id == store_id, *([m.id == base[0]] if base else [])).order_by(m.id.desc()).limit(1)).first()
     delta: tuple[dict[str, str], list[str]] | None = None
     if newest is not None and newest.depth < MAX_DELTA_DEPTH:
         old = base[1] if base else manifest_entries(conn, store_id, newest.id)
-        changed = {p: h for p, h in manifest.items() if old.get(p) != h}
-        dropped = [p for p in old if p not in manifest]
-        if len(changed) + len(dropped) <= len(manifest) // 2:
-            delta = changed, dropped
+        if base is not None and changed is not None:
+            paths = set(changed)
+            differ = {p: manifest[p] for p in paths if p in manifest and old.get(p) != manifest[p]}
+            dropped = [p for p in paths if p not in manifest and p in old]
+        else:
+            differ = {p: h for p, h in manifest.items() if old.get(p) != h}
+            dropped = [p for p in old if p not in manifest]
+        rows = len(differ) + len(dropped)
+        if rows <= len(manifest) // 2 and newest.chain_rows + rows <= len(manifest):
+            delta = differ, dropped
     values = {"store_id": store_id, "root_hash": root_hash, "file_count": len(manifest)}
     if delta is not None:
-        values |= {"base_id": newest.id, "depth": newest.depth + 1}  # type: ignore[union-attr]
+        values |= {"base_id": newest.id, "depth": newest.depth + 1, "chain_rows": newest.chain_rows + len(delta[0]) + len(delta[1])}  # type: ignore[union-attr]
     created = int(conn.execute(insert(t.manifests).values(**values)).inserted_primary_key[0])
     entries, dropped = delta if delta is not None else (dict(manifest), [])
     if entries:
@@ -164,21 +179,28 @@ def save_manifest(conn: Connection, store_id: int, root_hash: str, manifest: Map
 
 
 def manifest_entries(conn: Connection, store_id: int, manifest_id: int) -> dict[str, str]:
-    """Path -> blob of a manifest, rebuilt from its full base and the deltas on it."""
-    m = t.manifests.c
+    """Path -> blob of a manifest, rebuilt from its full base and the deltas on it (a few
+    queries however long the chain: the links, then the rows of all of them at once)."""
+    m, e, d = t.manifests.c, t.manifest_entries.c, t.manifest_drops.c
+    links = dict(conn.execute(select(m.id, m.base_id).where(m.store_id == store_id, m.id <= manifest_id)).all())
     chain: list[int] = []
-    at: int | None = manifest_id
+    at: int | None = manifest_id if manifest_id in links else None
     while at is not None:
-        row = conn.execute(select(m.base_id).where(m.store_id == store_id, m.id == at)).first()
-        if row is None:
-            break
         chain.append(at)
-        at = row.base_id
+        at = links.get(at)
+    chain.reverse()  # the full manifest first
+    rows: dict[int, list[tuple[str, str]]] = {mid: [] for mid in chain}
+    drops: dict[int, list[str]] = {mid: [] for mid in chain}
+    for i in range(0, len(chain), 500):
+        part = chain[i : i + 500]
+        for mid, path, digest in conn.execute(select(e.manifest_id, e.path, e.blob_hash).where(e.manifest_id.in_(part))):
+            rows[mid].append((path, digest))
+        for mid, path in conn.execute(select(d.manifest_id, d.path).where(d.manifest_id.in_(part))):
+            drops[mid].append(path)
     found: dict[str, str] = {}
-    for mid in reversed(chain):
-        e, d = t.manifest_entries.c, t.manifest_drops.c
-        found.update({r.path: r.blob_hash for r in conn.execute(select(e.path, e.blob_hash).where(e.manifest_id == mid))})
-        for path in conn.scalars(select(d.path).where(d.manifest_id == mid)):
+    for mid in chain:
+        found.update(rows[mid])
+        for path in drops[mid]:
             found.pop(path, None)
     return found
 

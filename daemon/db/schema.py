@@ -28,6 +28,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
@@ -86,16 +87,17 @@ stores = Table(
 )
 
 # Bytes stored once, addressed by BLAKE3; never updated or deleted (triggers refuse it).
-# A blob with a base is stored as a delta of it (db/deltas.py): the bytes both share at the
+# A blob with a base is stored as a delta of it (db/packing.py): the bytes both share at the
 # start and at the end are the base's, only the middle is kept; ``depth`` counts the deltas
 # down to whole bytes (0: ``data`` is the blob). An index that one apply edits by a line
-# costs a line, not the whole index again.
+# costs a line, not the whole index again. A large whole blob may be kept compressed.
 blobs = Table(
     "blobs",
     metadata,
     Column("hash", HASH, primary_key=True),
     Column("size", Integer, nullable=False),  # of the whole blob
     Column("data", LargeBinary, nullable=False),
+    Column("packed", Boolean, nullable=False, server_default=false()),  # zlib-compressed (whole blobs only)
     Column("base_hash", HASH),  # a blob stored before it; never deleted
     Column("depth", Integer, nullable=False, server_default="0"),
 )
@@ -104,7 +106,8 @@ blobs = Table(
 # that saw the same root hash, so an unchanged store costs one row per pass, not 10,000.
 # A manifest with a base is a delta, as git packs objects: its entries are the paths whose
 # blob differs from the base's, its drops the paths the base has and it has not; ``depth``
-# counts the deltas down to a full manifest (0: full). k changed files cost k rows.
+# counts the deltas down to a full manifest (0: full), ``chain_rows`` their rows: a delta is
+# made while rebuilding costs at most twice a full copy. k changed files cost k rows.
 manifests = Table(
     "manifests",
     metadata,
@@ -114,6 +117,7 @@ manifests = Table(
     Column("file_count", Integer, nullable=False),
     Column("base_id", Integer),  # a manifest of the same store, older; never deleted
     Column("depth", Integer, nullable=False, server_default="0"),
+    Column("chain_rows", Integer, nullable=False, server_default="0"),  # delta rows down to the full one
     UniqueConstraint("store_id", "root_hash", name="uq_manifests_store_root"),
 )
 

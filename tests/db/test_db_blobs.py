@@ -9,7 +9,7 @@ from sqlalchemy import insert, select
 
 from daemon.core.errors import StateError
 from daemon.core.hashing import hash_bytes
-from daemon.db import deltas, repo
+from daemon.db import packing, repo
 from daemon.db import schema as t
 
 INDEX = b"".join(f"- [Note {i}](note-{i:05d}.md) - what note {i} is about\n".encode() for i in range(2000))
@@ -36,7 +36,7 @@ def test_encode_then_decode_gives_every_edit_back_exactly():
     for _ in range(3000):
         base = bytes(rng.choice(b"ab\n") for _ in range(rng.randint(0, 9000 if rng.random() < 0.05 else 40)))
         data = _edits(rng, base) if rng.random() < 0.9 else bytes(rng.choice(b"ab") for _ in range(rng.randint(0, 12)))
-        assert deltas.decode(base, deltas.encode(base, data)) == data
+        assert packing.decode(base, packing.encode(base, data)) == data
 
 
 def test_an_index_with_one_line_removed_is_stored_as_that_change(engine):
@@ -84,7 +84,19 @@ def test_a_delta_that_does_not_rebuild_its_hash_is_a_state_error(engine):
     edited = INDEX[:-10]
     with engine.begin() as conn:
         repo.put_blobs(conn, {hash_bytes(INDEX): INDEX})
-        bad = deltas.encode(INDEX, edited) + b"junk"
+        bad = packing.encode(INDEX, edited) + b"junk"
         conn.execute(insert(t.blobs).values(hash=hash_bytes(edited), size=len(edited), data=bad, base_hash=hash_bytes(INDEX), depth=1))
         with pytest.raises(StateError, match="does not rebuild to its hash"):
             repo.get_blobs(conn, [hash_bytes(edited)])
+
+
+def test_a_large_whole_blob_is_kept_compressed_and_a_small_or_random_one_is_not(engine):
+    """The 2,000-line index is stored zlib-compressed (a fraction of its size) and read back
+    exact; a small note and random bytes are stored as they are."""
+    small, noise = b"# Note\n\nshort\n", random.Random(5).randbytes(64_000)
+    with engine.begin() as conn:
+        repo.put_blobs(conn, {hash_bytes(d): d for d in (INDEX, small, noise)})
+        packed = {d: conn.execute(select(t.blobs.c.packed, t.blobs.c.data).where(t.blobs.c.hash == hash_bytes(d))).one() for d in (INDEX, small, noise)}
+        assert packed[INDEX][0] and len(packed[INDEX][1]) * 4 < len(INDEX)
+        assert packed[small] == (False, small) and packed[noise] == (False, noise)
+        assert repo.get_blobs(conn, [hash_bytes(d) for d in (INDEX, small, noise)]) == {hash_bytes(d): d for d in (INDEX, small, noise)}

@@ -54,7 +54,8 @@ def test_a_random_history_rebuilds_every_manifest_exactly(engine):
                     state[f"new{step}-{rng.getrandbits(20)}.md"] = f"{rng.getrandbits(256):064x}"
             saved.append((_save(conn, store, state), dict(state)))
         assert all(repo.manifest_entries(conn, store, mid) == want for mid, want in saved)
-        assert max(_depth(conn, mid) for mid, _ in saved) == repo.MAX_DELTA_DEPTH
+        chains = conn.execute(select(t.manifests.c.depth, t.manifests.c.chain_rows, t.manifests.c.file_count)).all()
+        assert max(depth for depth, _, _ in chains) > 32 and all(rows <= files for _, rows, files in chains)
 
 
 def test_k_changed_files_cost_k_rows_and_the_first_manifest_is_full(engine):
@@ -73,18 +74,23 @@ def test_k_changed_files_cost_k_rows_and_the_first_manifest_is_full(engine):
         assert repo.manifest_entries(conn, store, second) == changed and repo.manifest_entries(conn, store, first) == state
 
 
-def test_a_chain_at_its_cap_and_a_change_of_most_files_start_full_again(engine):
-    """After MAX_DELTA_DEPTH deltas the next manifest is full; one where most files changed is full too."""
+def test_a_chain_whose_rows_reach_the_store_size_or_its_depth_cap_and_a_change_of_most_files_start_full_again(engine, monkeypatch):
+    """One file changing each time in a 101-file store: deltas until their rows would pass the
+    store's 101 files, then a full manifest; with a depth cap of 5, full after 5 deltas; a
+    manifest where most files changed is full."""
     state = {f"n{i:03d}.md": f"{i:064x}" for i in range(100)}
     with engine.begin() as conn:
         store = add_store(conn)
         depths = []
-        for step in range(repo.MAX_DELTA_DEPTH + 2):
+        for step in range(103):
             state = state | {"moving.md": f"{step + 1000:064x}"}
             depths.append(_depth(conn, _save(conn, store, state)))
-        assert depths == [*range(repo.MAX_DELTA_DEPTH + 1), 0]
+        assert depths == [*range(102), 0]
         most = {p: f"{int(h, 16) + 7:064x}" for p, h in state.items()}
         assert _depth(conn, _save(conn, store, most)) == 0
+        monkeypatch.setattr(repo, "MAX_DELTA_DEPTH", 5)
+        capped = [_depth(conn, _save(conn, store, most | {"moving.md": f"{step + 5000:064x}"})) for step in range(7)]
+        assert capped == [1, 2, 3, 4, 5, 0, 1]
 
 
 def test_a_given_base_is_used_and_another_store_is_never_a_base(engine):

@@ -21,6 +21,7 @@ depends_on = None
 def upgrade() -> None:
     op.add_column("manifests", sa.Column("base_id", sa.Integer(), nullable=True))
     op.add_column("manifests", sa.Column("depth", sa.Integer(), nullable=False, server_default="0"))
+    op.add_column("manifests", sa.Column("chain_rows", sa.Integer(), nullable=False, server_default="0"))
     op.create_table(
         "manifest_drops",
         sa.Column("manifest_id", sa.Integer(), nullable=False),
@@ -33,5 +34,6 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_table("manifest_drops")
     with op.batch_alter_table("manifests") as batch:
+        batch.drop_column("chain_rows")
         batch.drop_column("depth")
         batch.drop_column("base_id")
