@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 
 import blake3
@@ -13,15 +14,42 @@ def hash_bytes(data: bytes) -> str:
 
 
 def root_hash(manifest: Mapping[str, str]) -> str:
-    """Hash of a whole store: every ``path\\0hash\\n`` in path order.
+    """Hash of a whole store: every ``path\0hash\n`` in path order.
 
     Two stores with the same files and bytes have the same root hash, whatever order
     they were scanned in.
     """
-    h = blake3.blake3()
-    for path in sorted(manifest):
-        h.update(path.encode("utf-8") + b"\0" + manifest[path].encode("ascii") + b"\n")
-    return h.hexdigest()
+    return blake3.blake3(b"".join(_entry(path, manifest[path]) for path in sorted(manifest))).hexdigest()
+
+
+def _entry(path: str, digest: str) -> bytes:
+    return path.encode("utf-8") + b"\0" + digest.encode("ascii") + b"\n"
+
+
+class RunningRoot:
+    """A manifest's ``root_hash`` kept as its paths change one by one: the entries stay
+    encoded and in order, so a change costs a search and an insert, not a sort and an
+    encoding of every path (an apply of a run in a 10,000-note store changes two or three)."""
+
+    def __init__(self, manifest: Mapping[str, str]) -> None:
+        self._paths = sorted(manifest)
+        self._entries = [_entry(path, manifest[path]) for path in self._paths]
+
+    def set(self, path: str, digest: str | None) -> None:
+        """``path`` now holds ``digest`` (None: it is gone)."""
+        at = bisect.bisect_left(self._paths, path)
+        present = at < len(self._paths) and self._paths[at] == path
+        if digest is None:
+            if present:
+                del self._paths[at], self._entries[at]
+        elif present:
+            self._entries[at] = _entry(path, digest)
+        else:
+            self._paths.insert(at, path)
+            self._entries.insert(at, _entry(path, digest))
+
+    def digest(self) -> str:
+        return blake3.blake3(b"".join(self._entries)).hexdigest()
 
 
 def hash_text(text: str) -> str:

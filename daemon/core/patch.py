@@ -47,6 +47,19 @@ def _line_end(data: bytes, offset: int) -> int:
     return len(data) if newline < 0 else newline + 1
 
 
+def _advance(source: bytes, offset: int, count: int) -> int:
+    """The offset ``count`` lines past ``offset`` (the last line may lack its ``\n``); a
+    DiffError past the end. One split in C, not a loop over the lines of a large file."""
+    if count == 0:
+        return offset
+    parts = (source if offset == 0 else source[offset:]).split(b"\n", count)
+    if len(parts) == count + 1:
+        return len(source) - len(parts[-1])
+    if len(parts) == count and parts[-1]:
+        return len(source)
+    raise DiffError("hunk beyond the end of the file")
+
+
 def _bare(line: bytes) -> bytes:
     return line[:-1] if line.endswith(b"\n") else line
 
@@ -62,10 +75,7 @@ def _patch_file(source: bytes, hunks) -> bytes:  # noqa: ANN001 - unidiff types
         if start < line:
             raise DiffError("hunks out of order")
         begin = offset
-        while line < start:
-            if offset >= len(source):
-                raise DiffError("hunk beyond the end of the file")
-            offset, line = _line_end(source, offset), line + 1
+        offset, line = _advance(source, offset, start - line), start
         out.append(source[begin:offset])
         trim_last = False  # whether a "No newline" marker applies to out[-1]
         for diff_line in hunk:
@@ -222,3 +232,139 @@ def verify(diff: str, base: dict[str, bytes | None], expected: dict[str, bytes |
     for path, data in changed.items():
         if rebuilt[path] != data:
             raise DiffError(f"diff does not rebuild {path} byte for byte")
+
+
+def reapply(diff: str, path: str, current: bytes) -> bytes | None:
+    """``current`` with the diff's hunks for ``path`` applied as ``git apply -C0`` applies
+    them, or None when one cannot be placed.
+
+    git's rule, followed step by step (apply.c: apply_one_fragment, find_pos,
+    match_fragment, update_image): a hunk's old lines (context and removed) must match
+    ``current`` exactly, searched outwards from where the new file puts them (an offset is
+    allowed), never over lines an earlier hunk wrote; a hunk starting at line 1 must match at
+    the start, one with no trailing context at the end; when no place matches, its context
+    is dropped a line at a time (the larger side first, both when equal) down to none.
+    Removed lines are never fuzzed. In process, so an apply of a run rebases its index edit
+    without starting git; tests/diffs/test_reapply.py holds it to git's answers.
+    """
+    text, _ = _git_sections(diff)
+    patched = next((p for p in parsed(text) if strip_prefix(p.source_file) == path and strip_prefix(p.target_file) == path), None)
+    if patched is None:
+        return None
+    if b"\r" in current:  # lines end at \n only, as in git; splitlines would also cut at \r
+        split = current.split(b"\n")
+        image = _Image([line + b"\n" for line in split[:-1]] + ([split[-1]] if split[-1] else []))
+    else:
+        image = _Image(current.splitlines(keepends=True))
+    for hunk in patched:
+        if not image.place(*_hunk_sides(hunk), hunk.target_start - 1 if hunk.target_start else 0, hunk.source_start in (0, 1)):
+            return None
+    return b"".join(image.lines)
+
+
+_SPACE = b" \t\n\v\f\r"
+
+
+def _hunk_sides(hunk) -> tuple[list[bytes], list[bytes], int, int]:  # noqa: ANN001 - a unidiff hunk
+    """The hunk's old lines and new lines (bytes, line ends kept), and its leading and
+    trailing context counts."""
+    from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
+
+    old: list[bytes] = []
+    new: list[bytes] = []
+    kinds: list[str] = []
+    last: tuple[list[bytes], ...] = ()
+    for line in hunk:
+        kind = line.line_type
+        if kind == LINE_TYPE_NO_NEWLINE:
+            for side in last:
+                side[-1] = _bare(side[-1])
+            continue
+        value = line.value.encode("utf-8")
+        value = value if value.endswith(b"\n") else value + b"\n"
+        last = (old, new) if kind == LINE_TYPE_CONTEXT else (old,) if kind == LINE_TYPE_REMOVED else (new,) if kind == LINE_TYPE_ADDED else ()
+        for side in last:
+            side.append(value)
+        kinds += [kind] if last else []
+    changes = [i for i, k in enumerate(kinds) if k != LINE_TYPE_CONTEXT]
+    leading = changes[0] if changes else len(kinds)
+    trailing = len(kinds) - 1 - changes[-1] if changes else 0
+    return old, new, leading, trailing
+
+
+class _Image:
+    """A file as git's apply holds it: its lines (ends kept) and which ones a hunk wrote."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+        self.patched = [False] * len(lines)
+
+    def place(self, old: list[bytes], new: list[bytes], leading: int, trailing: int, pos: int, match_beginning: bool) -> bool:  # noqa: PLR0913
+        match_end = trailing == 0
+        while True:
+            at = self._find(old, pos, match_beginning, match_end)
+            if at is not None:
+                end = at + len(old)
+                self.lines[at:end] = new
+                self.patched[at:end] = [True] * len(new)
+                return True
+            if leading <= 0 and trailing <= 0:
+                return False
+            if match_beginning or match_end:
+                match_beginning = match_end = False
+                continue
+            if leading >= trailing:
+                old, new, pos, leading = old[1:], new[1:], pos - 1, leading - 1
+            if trailing > leading:
+                old, new, trailing = old[:-1], new[:-1], trailing - 1
+
+    def _find(self, old: list[bytes], line: int, match_beginning: bool, match_end: bool) -> int | None:
+        """Where ``old`` matches nearest ``line``: tried there, then one further forwards, one
+        further backwards, and so on (git's find_pos)."""
+        size = len(self.lines)
+        if len(old) > size:
+            return None
+        if match_beginning:
+            line = 0
+        elif match_end:
+            line = size - len(old)
+        if not 0 <= line <= size:
+            line = size  # git compares unsigned: a line before the first is past the last
+        squeezed = [line.translate(None, _SPACE) for line in old]
+        backwards = forwards = current = line
+        step = 0
+        while True:
+            if self._matches(old, squeezed, current, match_beginning, match_end):
+                return current
+            while True:
+                if backwards == 0 and forwards == size:
+                    return None
+                if step & 1:
+                    if backwards == 0:
+                        step += 1
+                        continue
+                    backwards -= 1
+                    current = backwards
+                else:
+                    if forwards == size:
+                        step += 1
+                        continue
+                    forwards += 1
+                    current = forwards
+                break
+            step += 1
+
+    def _matches(self, old: list[bytes], squeezed: list[bytes], at: int, match_beginning: bool, match_end: bool) -> bool:
+        """git's match_fragment: within the file (to its end for ``match_end``), at its start for
+        ``match_beginning``, no line written by an earlier hunk, each line equal but for
+        whitespace, then the old bytes found byte for byte at that line (a last old line with no
+        line end matches the start of the file's line)."""
+        end = at + len(old)
+        if end > len(self.lines) or (match_end and end != len(self.lines)) or (match_beginning and at):
+            return False
+        if old and self.lines[at] != old[0] and self.lines[at].translate(None, _SPACE) != squeezed[0]:
+            return False  # the first line decides for almost every place tried: checked alone first
+        if any(self.patched[at:end]) or [line.translate(None, _SPACE) for line in self.lines[at:end]] != squeezed:
+            return False  # git's quick line hash ignores whitespace
+        want, have = b"".join(old), b"".join(self.lines[at:end])
+        return have == want if match_end else have.startswith(want)

@@ -20,6 +20,7 @@ import tempfile
 from pathlib import Path
 
 from daemon.core.errors import DiffError
+from daemon.core import patch
 from daemon.core.patch import unquote_git
 from daemon.core.proposals import Change
 from daemon.diffs.window import MIN_BYTES, Window, restore, window
@@ -152,12 +153,21 @@ def _place(tmp: Path, side: str, path: str, data: bytes | None) -> None:
 
 
 def reapply(diff: str, path: str, current: bytes) -> bytes | None:
-    """``current`` with the diff's hunks for ``path`` applied by ``git apply``, or None.
+    """``current`` with the diff's hunks for ``path`` placed as ``git apply -C0`` places
+    them, or None when one cannot be: the reviewed lines removed and added unchanged, at an
+    offset if others edited the file elsewhere, with context dropped if they edited next to
+    it (see core/patch.reapply for the rule), never over removed lines that changed.
 
-    git applies a hunk only where all its context and removed lines match exactly
-    (an offset is allowed, fuzz is not), so the reviewed edit lands unchanged on a file
-    that others edited elsewhere, or not at all.
+    dreamd's own placement (no process) when neither side holds a carriage return: on such
+    text it gives git's answers (tests/diffs/test_reapply.py); with CRLF, git itself.
     """
+    if b"\r" in current or "\r" in diff:
+        return git_reapply(diff, path, current)
+    return patch.reapply(diff, path, current)
+
+
+def git_reapply(diff: str, path: str, current: bytes) -> bytes | None:
+    """``reapply`` by ``git apply -C0 --include PATH`` in a scratch folder."""
     git = git_binary()
     env = {**os.environ, **_GIT_ENV}
     with tempfile.TemporaryDirectory(prefix="dreamd-apply-") as tmp:

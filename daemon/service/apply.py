@@ -21,7 +21,7 @@ from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service import journal
-from daemon.core.hashing import hash_bytes, root_hash
+from daemon.core.hashing import RunningRoot, hash_bytes, root_hash
 from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
@@ -92,19 +92,20 @@ class Run:
         self.app, self.store, self.store_id = app, store, store_id
         recover(app, store)
         self.roots = registered_roots(app, store_id, store)
-        self._recorded: tuple[dict[str, str], str] | None = None
+        self._recorded: tuple[dict[str, str], RunningRoot] | None = None
+        self.wrote: set[tuple[str, str | None]] = set()  # (path, hash) each apply of this run left
 
-    def recorded(self) -> tuple[dict[str, str], str]:
-        """The store's manifest now and its root hash: looked at on first use, then kept by each apply."""
+    def recorded(self) -> tuple[dict[str, str], RunningRoot]:
+        """The store's manifest now and its root: looked at on first use, then kept by each apply."""
         if self._recorded is None:
             scan, seen = glance(self.app, self.store_id, self.store, self.roots)
             with self.app.engine().begin() as conn:
                 repo.put_blobs(conn, scan_blobs(scan))
                 remember_stats(conn, self.store_id, scan, seen)
-            self._recorded = scan.manifest, scan.root_hash
+            self._recorded = scan.manifest, RunningRoot(scan.manifest)
         return self._recorded
 
-    def moved(self, after: tuple[dict[str, str], str] | None) -> None:
+    def moved(self, after: tuple[dict[str, str], RunningRoot] | None) -> None:
         """What the last write left (None: unknown, look again before the next)."""
         self._recorded = after
 
@@ -154,11 +155,11 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r and p in held]
     if changed and not pinned:
         with engine.connect() as conn:
-            rebased = _rebase_index(conn, store, roots, store_id, row.diff, files, changed)
+            rebased = _rebase_index(conn, store, roots, store_id, row.diff, files, changed, run.wrote)
         if rebased is not None:
-            index_step, data = rebased
+            index_step, data, current = rebased
             steps = [index_step if s.path == index_step.path else s for s in steps]
-            blobs[index_step.after] = data  # type: ignore[index]
+            blobs[index_step.after], blobs[index_step.before] = data, current  # type: ignore[index]
             changed = []
     if pinned or changed:
         reason = f"pinned, so no proposal may change it: {', '.join(pinned)}" if pinned else f"changed since proposed: {', '.join(changed)}"
@@ -169,7 +170,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     def prepare(conn: Connection) -> None:
         check_transition(repo.get_proposal(conn, store_id, proposal_id).state, APPLIED, proposal_id)
         # what will be written is stored first: recovery and revert read it from here
-        repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after}, bases=journal.blob_bases(steps))
+        repo.put_blobs(conn, {s.after: blobs[s.after] for s in steps if s.after}, bases=journal.blob_bases(steps), known=blobs)
 
     try:
         _journaled(app, store, store_id, proposal_id, "apply", steps, blobs, prepare, proposal=(files, blobs), run=run)
@@ -240,41 +241,49 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
             f"{operation} of proposal {proposal_id} failed while writing: {exc}",
             hint=f"nothing is half-written; dreamd verify names journal {journal_id}, dreamd resolve {journal_id} ends it",
         ) from exc
+    known_root = after_root = None
     if before is not None:
-        after = manifest_after(steps, before[0])
-        # its root stands for the state before only if every step started from what was recorded
-        known_root = before[1] if all(before[0].get(s.path) == s.before for s in steps) else None
+        manifest, root = before
+        after = manifest_after(steps, manifest)
+        # the running root stands for the state before only if every step started from what was recorded
+        if all(manifest.get(s.path) == s.before for s in steps):
+            known_root = root.digest()
+            for s in steps:
+                root.set(s.path, s.after)
+            after_root = root.digest()
     else:
         scan = port.scan(roots, store.settings)
-        after, known_root = scan.manifest, None
+        after = scan.manifest
     with app.engine().begin() as conn:
         if before is None:
             repo.put_blobs(conn, scan_blobs(scan))
-        recorded = finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, after, proposal=proposal,
-                                  index_path=store.settings.index_path, before_root=known_root)  # fmt: skip
+        recorded, recorded_root = finish_journal(app, conn, store_id, proposal_id, journal_id, operation, steps, after, proposal=proposal,
+                                                 index_path=store.settings.index_path, before_root=known_root, after_root=after_root)  # fmt: skip
     if run is not None:
-        run.moved(recorded)
+        run.moved((recorded, root) if after_root is not None else (recorded, RunningRoot(recorded)))
+        run.wrote |= {(s.path, s.after) for s in steps}
 
 
-def _rebase_index(conn: Connection, store: StoreConfig, roots: StoreRoots, store_id: int, diff: str, files: journal.Files, changed: list[str]) -> tuple[journal.Step, bytes] | None:
+def _rebase_index(conn: Connection, store: StoreConfig, roots: StoreRoots, store_id: int, diff: str, files: journal.Files, changed: list[str], wrote: set[tuple[str, str | None]]) -> tuple[journal.Step, bytes, bytes] | None:
     """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
 
     Every proposal of a pass edits the same index, so applying one would make all the
     others stale. When the index is the only file that differs and it holds exactly
-    what an earlier dreamd apply wrote (nobody else touched it), the proposal's index
-    hunks are applied to it by git: the same lines removed and added, or nothing.
+    what an earlier dreamd apply wrote (``wrote``: this run's; else the journal's), the
+    proposal's index hunks are placed on it as ``git apply -C0`` places them (diffs/git.py
+    reapply): the same lines removed and added, or nothing.
     """
     index = store.settings.index_path
     if not index or changed != [index] or files.get(index, (None, None))[0] is None:
         return None
     current = store_files.read_file(roots, index)
     digest = hash_bytes(current) if current is not None else None
-    if current is None or not journal.dreamd_wrote(conn, store_id, index, digest):
+    if current is None or not ((index, digest) in wrote or journal.dreamd_wrote(conn, store_id, index, digest)):
         return None
     data = reapply(diff, index, current)
     if data is None:
         return None
-    return journal.Step(index, digest, hash_bytes(data)), data
+    return journal.Step(index, digest, hash_bytes(data)), data, current
 
 
 def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes]) -> list[str]:

@@ -180,7 +180,7 @@ def close_rolled_back(app: App, store_id: int, journal_id: int, proposal_id: int
     log.info("journal.rolled_back", journal=journal_id, proposal_id=proposal_id, reason=str(error))
 
 
-def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False, index_path: str | None = None, before_root: str | None = None) -> tuple[dict[str, str], str]:
+def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False, index_path: str | None = None, before_root: str | None = None, after_root: str | None = None) -> tuple[dict[str, str], str]:
     """Record a completed apply or revert: state, snapshots, tombstones, event.
 
     ``after`` is the store's manifest after the writes, its bytes stored (a scan's: see
@@ -200,8 +200,8 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
         record_external_changes(app, conn, store_id, seen, before, now)
         base = (previous.manifest_id, seen)
     before_id = repo.save_manifest(conn, store_id, before_root, before, base=base)
-    after_root = root_hash(after)
-    after_id = repo.save_manifest(conn, store_id, after_root, after, base=(before_id, before))
+    after_root = after_root or root_hash(after)
+    after_id = repo.save_manifest(conn, store_id, after_root, after, base=(before_id, before), changed=[s.path for s in steps])
     repo.add_snapshot(conn, store_id, before_id, f"{operation}-before", now, proposal_id=proposal_id)
     repo.add_snapshot(conn, store_id, after_id, f"{operation}-after", now, proposal_id=proposal_id)
     repo.close_journal(conn, store_id, journal_id, "done", now)
@@ -220,16 +220,22 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
 
 def manifest_before(steps: list[journal.Step], after: Mapping[str, str]) -> dict[str, str]:
     """The store's manifest as it was before the steps: ``after`` with each step's before."""
-    changed = {s.path: s.before for s in steps}
-    kept = {p: h for p, h in after.items() if p not in changed}
-    return kept | {p: h for p, h in changed.items() if h is not None}
+    return _moved(after, {s.path: s.before for s in steps})
 
 
 def manifest_after(steps: list[journal.Step], before: Mapping[str, str]) -> dict[str, str]:
     """The store's manifest once the steps are written: ``before`` with each step's after."""
-    changed = {s.path: s.after for s in steps}
-    kept = {p: h for p, h in before.items() if p not in changed}
-    return kept | {p: h for p, h in changed.items() if h is not None}
+    return _moved(before, {s.path: s.after for s in steps})
+
+
+def _moved(manifest: Mapping[str, str], changes: Mapping[str, str | None]) -> dict[str, str]:
+    out = dict(manifest)  # a copy in C; then only the changed paths
+    for path, digest in changes.items():
+        if digest is None:
+            out.pop(path, None)
+        else:
+            out[path] = digest
+    return out
 
 
 def scan_blobs(scan: ScanResult) -> dict[str, bytes]:

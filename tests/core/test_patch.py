@@ -74,3 +74,52 @@ def test_any_git_diff_rebuilds_exactly(before, after):
     """For arbitrary texts (CRLF, missing final newline, form feeds), git's diff rebuilds the after-bytes."""
     b, a = before.encode(), after.encode()
     verify(unified_diff(_change({"n.md": b}, {"n.md": a})), {"n.md": b}, {"n.md": a})
+
+
+def test_skipping_lines_to_a_hunk_agrees_with_walking_them_one_by_one():
+    """_advance (one split) gives the offset a line-by-line walk gives, and fails where it fails:
+    files with and without a final newline, empty lines, offsets at every line start."""
+    import random
+
+    from daemon.core.errors import DiffError
+    from daemon.core.patch import _advance
+
+    def walk(source: bytes, offset: int, count: int) -> int | str:
+        for _ in range(count):
+            if offset >= len(source):
+                return "past the end"
+            newline = source.find(b"\n", offset)
+            offset = len(source) if newline < 0 else newline + 1
+        return offset
+
+    rng = random.Random(11)
+    for _ in range(5000):
+        source = bytes(rng.choice(b"a\n") for _ in range(rng.randint(0, 14)))
+        starts = [0] + [i + 1 for i, byte in enumerate(source) if byte == 10 and i + 1 < len(source)]
+        offset, count = rng.choice(starts), rng.randint(0, 9)
+        try:
+            got: int | str = _advance(source, offset, count)
+        except DiffError:
+            got = "past the end"
+        assert got == walk(source, offset, count), (source, offset, count)
+
+
+def test_running_root_is_the_root_hash_of_the_manifest_it_follows():
+    """RunningRoot after any series of sets, removals and re-adds equals root_hash of the same manifest."""
+    import random
+
+    from daemon.core.hashing import RunningRoot, root_hash
+
+    rng = random.Random(4)
+    manifest = {f"d{rng.randint(0, 9)}/é{i}.md": f"{rng.getrandbits(256):064x}" for i in range(60)}
+    running = RunningRoot(manifest)
+    for _ in range(1500):
+        path = rng.choice(sorted(manifest)) if manifest and rng.random() < 0.6 else f"n{rng.randint(0, 40)}.md"
+        digest = None if rng.random() < 0.3 else f"{rng.getrandbits(256):064x}"
+        if digest is None:
+            manifest.pop(path, None)
+        else:
+            manifest[path] = digest
+        running.set(path, digest)
+        assert running.digest() == root_hash(manifest)
+    assert RunningRoot({}).digest() == root_hash({})
