@@ -44,31 +44,72 @@ def git_binary() -> str:
 
 def unified_diff(change: Change) -> str:
     """The whole change as one unified diff, files in path order, from one git process."""
+    return unified_diffs([change])[0]
+
+
+def unified_diffs(changes: list[Change]) -> list[str]:
+    """Each change's unified diff, as ``unified_diff`` makes it, from one git process for all
+    of them: change ``i`` is laid out under ``a/i/`` and ``b/i/``, and the output is cut back
+    into one diff per change. A rename git pairs across two changes (two proposals moving the
+    same note) belongs to neither: those changes are diffed again on their own."""
+    placed = [i for i, change in enumerate(changes) if change.written]
+    if not placed:
+        return [""] * len(changes)
     git = git_binary()
     env = {**os.environ, **_GIT_ENV}
-    written = change.written
-    if not written:
-        return ""
+    windows: dict[int, dict[str, Window]] = {}
     with tempfile.TemporaryDirectory(prefix="dreamd-diff-") as tmp:
         for side in ("a", "b"):
             os.mkdir(os.path.join(tmp, side))
-        windows: dict[str, Window] = {}
-        for path in written:
-            before, after = change.before(path), change.after(path)
-            win = _large_edit(path, before, after)
-            if win is not None:
-                windows[path], before, after = win, win.before, win.after
-            _place(Path(tmp), "a", path, before)
-            _place(Path(tmp), "b", path, after)
+        for i in placed:
+            change, found = changes[i], windows.setdefault(i, {})
+            for path in change.written:
+                before, after = change.before(path), change.after(path)
+                win = _large_edit(path, before, after)
+                if win is not None:
+                    found[path], before, after = win, win.before, win.after
+                _place(Path(tmp), "a", f"{i}/{path}", before)
+                _place(Path(tmp), "b", f"{i}/{path}", after)
         done = subprocess.run(
             [git, "-c", "core.quotepath=false", "diff", "--no-index", "--histogram",
              "--no-prefix", "--no-color", "--no-ext-diff", "--find-renames", "--", "a", "b"],
             cwd=tmp, env=env, capture_output=True, check=False,
         )  # fmt: skip
     if done.returncode not in (0, 1):
-        raise DiffError(f"git diff failed on {', '.join(written)}: {done.stderr.decode(errors='replace').strip()}")
-    text = done.stdout.decode("utf-8")
-    return repository_headers(_whole_files(text, windows) if windows else text)
+        names = ", ".join(p for i in placed for p in changes[i].written)
+        raise DiffError(f"git diff failed on {names}: {done.stderr.decode(errors='replace').strip()}")
+    sections, crossed = _by_change(done.stdout.decode("utf-8"))
+    out = []
+    for i, change in enumerate(changes):
+        if i not in sections and i not in crossed:
+            out.append("")
+        elif i in crossed:
+            out.append(unified_diffs([change])[0])
+        else:
+            text = repository_headers("".join(sections[i]))
+            out.append(_whole_files(text, windows[i]) if windows[i] else text)
+    return out
+
+
+_NUMBERED = re.compile(r'(?<![^ "])("?)([ab])/(\d+)/')
+
+
+def _by_change(text: str) -> tuple[dict[int, list[str]], set[int]]:
+    """The sections of a batch's diff per change, its ``i/`` folder taken out of every path
+    of the header (``a/3/x.md`` is ``a/x.md`` of change 3); and the changes a section mixes."""
+    starts = [m.start() for m in _SECTION.finditer(text)] + [len(text)]
+    sections: dict[int, list[str]] = {}
+    crossed: set[int] = set()
+    for start, end in zip(starts, starts[1:]):
+        section = text[start:end]
+        head, sep, body = section.partition("\n@@")
+        owners = {int(m.group(3)) for m in _NUMBERED.finditer(head)}
+        if len(owners) != 1:
+            crossed |= owners
+            continue
+        head = _NUMBERED.sub(lambda m: f"{m.group(1)}{m.group(2)}/", head)
+        sections.setdefault(owners.pop(), []).append(head + sep + body)
+    return sections, crossed
 
 
 _RENAME = re.compile(r"^(rename|copy) (from|to) (.*)$")

@@ -1,4 +1,4 @@
-"""Drafts to proposals: build the files, validate, diff with git, prove the diff, key it.
+"""Drafts to proposals: build the files, validate, diff with git (a batch per process), prove the diff, key it.
 
 A draft that cannot be built or breaks an invariant becomes a ``refused`` proposal with its
 reason; nothing is dropped silently. A diff that does not rebuild its result is refused too.
@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import os
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -20,7 +18,7 @@ from daemon.core.patch import verify
 from daemon.core.proposals import KINDS, MERGE, PENDING, REFUSED, Change, Draft, change_key
 from daemon.core.validate import refusal
 from daemon.core.view import StoreView
-from daemon.diffs.git import unified_diff
+from daemon.diffs.git import unified_diff, unified_diffs
 from daemon.stores.records.checks import canonical_draft, result_refusal
 
 
@@ -47,6 +45,26 @@ class Planned:
 
 
 def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
+    prepared = _prepare(draft, view, now)
+    if isinstance(prepared, Planned):
+        return prepared
+    try:
+        diff = unified_diff(prepared.change)
+    except DiffError as exc:
+        return _refused(prepared, exc)
+    return _finish(prepared, diff, view)
+
+
+@dataclass(frozen=True)
+class _Built:
+    """A draft whose files are built and checked, waiting for its diff."""
+
+    draft: Draft
+    change: Change
+    fallback_key: str
+
+
+def _prepare(draft: Draft, view: StoreView, now: dt.datetime) -> Planned | _Built:
     fallback_key = change_key(draft.kind, {p: view.notes[p].hash if p in view.notes else None for p in draft.notes}, {})
     draft = canonical_draft(draft, view)
     try:
@@ -58,28 +76,48 @@ def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
     reason = refusal(draft, change, view) or result_refusal(change, view)
     if reason:
         return Planned(draft, change, "", fallback_key, REFUSED, reason)
+    return _Built(draft, change, fallback_key)
+
+
+def _finish(built: _Built, diff: str, view: StoreView) -> Planned:
+    """The proposal, once its diff is proven to rebuild every file it writes."""
+    change = built.change
     try:
-        diff = unified_diff(change)
         verify(diff, {p: change.before(p) for p in change.base}, {p: change.after(p) for p in change.result})
-        key = key_of(draft, view)
+        key = key_of(built.draft, view)
     except (DiffError, ValidationError) as exc:
-        return Planned(draft, change, "", fallback_key, REFUSED, f"diff check failed: {exc}")
-    return Planned(draft, change, diff, key, PENDING)
+        return _refused(built, exc)
+    return Planned(built.draft, change, diff, key, PENDING)
+
+
+def _refused(built: _Built, exc: Exception) -> Planned:
+    return Planned(built.draft, built.change, "", built.fallback_key, REFUSED, f"diff check failed: {exc}")
 
 
 def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, batch: int = 50) -> Iterator[Planned]:
-    """``make_proposal`` for each draft, in order, a batch at a time on a few threads.
-
-    Most of a proposal's time is spent waiting for git in another process, so threads
-    overlap that wait with the next proposal's Python work. Batches keep memory bounded:
-    only ``batch`` proposals' bytes are alive at once.
+    """``make_proposal`` for each draft, in order, a batch at a time: the diffs of a batch
+    come from one git process (diffs/git.py unified_diffs), not one each; a batch git
+    refuses is diffed again proposal by proposal, so one bad change refuses only itself.
+    Batches keep memory bounded: only ``batch`` proposals' bytes are alive at once.
     """
-    _ = view.parsed_index, view.index_seen, view.incoming, view.keyed  # parse the index and links once, before threads read them
-    workers = min(4, os.cpu_count() or 1)
     drafts = iter(drafts)
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="dreamd-propose") as pool:
-        while chunk := list(itertools.islice(drafts, batch)):
-            yield from pool.map(lambda draft: make_proposal(draft, view, now), chunk)
+    while chunk := list(itertools.islice(drafts, batch)):
+        prepared = [_prepare(draft, view, now) for draft in chunk]
+        built = [p for p in prepared if isinstance(p, _Built)]
+        try:
+            diffs = dict(zip(map(id, built), unified_diffs([b.change for b in built]), strict=True))
+        except DiffError:
+            diffs = {}
+        for item in prepared:
+            if isinstance(item, Planned):
+                yield item
+            elif id(item) in diffs:
+                yield _finish(item, diffs[id(item)], view)
+            else:
+                try:
+                    yield _finish(item, unified_diff(item.change), view)
+                except DiffError as exc:
+                    yield _refused(item, exc)
 
 
 def refused_planned(refusal: Any, view: StoreView) -> Planned:
