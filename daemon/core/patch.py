@@ -331,6 +331,8 @@ class _Image:
         if not 0 <= line <= size:
             line = size  # git compares unsigned: a line before the first is past the last
         squeezed = [line.translate(None, _SPACE) for line in old]
+        if old and old[0].endswith(b"\n"):
+            return self._find_by_first_line(old, squeezed, line, match_beginning, match_end)
         backwards = forwards = current = line
         step = 0
         while True:
@@ -353,6 +355,22 @@ class _Image:
                     current = forwards
                 break
             step += 1
+
+    def _find_by_first_line(self, old: list[bytes], squeezed: list[bytes], line: int, match_beginning: bool, match_end: bool) -> int | None:
+        """``_find``'s answer when the first old line ends with a line end: then a place can
+        match only where the file holds that exact line (the old bytes must start there), so
+        those places are found in C and tried in git's order (nearest first, forwards first)."""
+        places, at = [], -1
+        try:
+            while True:
+                at = self.lines.index(old[0], at + 1)
+                places.append(at)
+        except ValueError:
+            pass
+        for at in sorted(places, key=lambda p: (abs(p - line), p < line)):
+            if self._matches(old, squeezed, at, match_beginning, match_end):
+                return at
+        return None
 
     def _matches(self, old: list[bytes], squeezed: list[bytes], at: int, match_beginning: bool, match_end: bool) -> bool:
         """git's match_fragment: within the file (to its end for ``match_end``), at its start for

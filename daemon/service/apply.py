@@ -94,6 +94,7 @@ class Run:
         self.roots = registered_roots(app, store_id, store)
         self._recorded: tuple[dict[str, str], RunningRoot] | None = None
         self.wrote: set[tuple[str, str | None]] = set()  # (path, hash) each apply of this run left
+        self.blobs: dict[str, bytes] = {}  # large base bytes (the index) the run's proposals share
 
     def recorded(self) -> tuple[dict[str, str], RunningRoot]:
         """The store's manifest now and its root: looked at on first use, then kept by each apply."""
@@ -143,7 +144,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     if row.state != ACCEPTED:
         raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=_next_step(proposal_id, row.state))
     with engine.connect() as conn:
-        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
+        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id, run.blobs)
     now = app.clock()
     roots = run.roots
     if holds_result(files, journal.on_disk(roots, files)):

@@ -122,18 +122,26 @@ def _refuse_edited(current: Mapping[str, str | None], allowed: Mapping[str, set[
 Files = dict[str, tuple[str | None, str | None]]
 
 
-def proposal_bytes(conn: Connection, store_id: int, proposal_id: int) -> tuple[Files, dict[str, bytes]]:
+LARGE_BLOB = 64 * 1024  # base bytes worth keeping across the applies of one run (an index)
+
+
+def proposal_bytes(conn: Connection, store_id: int, proposal_id: int, cache: dict[str, bytes] | None = None) -> tuple[Files, dict[str, bytes]]:
     """A proposal's files (path -> base, result hash) and the bytes of both sides, by hash.
 
     Base bytes are blobs; result bytes are rebuilt from the base and the stored diff and
     must hash to the recorded result, or nothing is written. A path that could leave the
-    store is refused before any byte is looked at.
+    store is refused before any byte is looked at. ``cache`` keeps large base blobs for the
+    next call (every proposal of a pass has the same index as its base).
     """
     files_ = repo.proposal_files(conn, store_id, proposal_id)
     unsafe = [reason for reason in map(unsafe_path_reason, files_) if reason]
     if unsafe:
         raise UnsafePathError(f"proposal {proposal_id} is refused: {unsafe[0]}; nothing was written", hint=f"dreamd reject {proposal_id} --reason 'unsafe path'")
-    blobs = repo.get_blobs(conn, [base for base, _ in files_.values() if base])
+    wanted = {base for base, _ in files_.values() if base}
+    kept = {h: (cache or {})[h] for h in wanted if h in (cache or {})}
+    blobs = kept | repo.get_blobs(conn, wanted - set(kept))
+    if cache is not None:
+        cache.update({h: data for h, data in blobs.items() if len(data) >= LARGE_BLOB})
     missing = [p for p, (base, _) in files_.items() if base and base not in blobs]
     if missing:
         raise StoreError(f"proposal {proposal_id}: the recorded bytes of {', '.join(missing)} are missing from the state database")
