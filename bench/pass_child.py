@@ -10,8 +10,8 @@ microsecond per call):
   BLAKE3-hashes every file there) and ``read_whole`` (the view; reading again only files the
   cache vouched for); scan_store inside,
 - detectors: ``run_detectors`` (parses frontmatter lazily), each detector's ``detect`` inside,
-- proposals: ``make_proposal`` (build files, validate, git diff, verify, change key),
-  with ``build``, ``unified_diff``, ``verify`` and ``key_of`` inside,
+- proposals: ``make_proposals`` (build files, validate, one git diff per batch of 50,
+  verify, change key), with ``build``, ``unified_diffs``, ``verify`` and ``key_of`` inside,
 - the rest of the wall time is the database work: snapshot, blobs, proposals, events.
 
 Usage: ``pass_child.py STORE DB_FILE [PROFILE_OUT]``; with PROFILE_OUT the pass runs under
@@ -78,12 +78,11 @@ def instrument() -> Timers:
     for detector in DEFAULT_DETECTORS:
         timers.wrap(type(detector), "detect", f"detector:{detector.name}")
     timers.wrap(StoreView, "references_in", "references")  # the reference graph, and the notes a build rewrites
-    # make_proposal runs on a few threads: these are sums of per-proposal times, which can
-    # exceed their share of the wall time
-    timers.wrap(proposing, "make_proposal", "proposals")
+    timers.wrap(proposing, "_prepare", "proposals")  # proposals are built one after another
+    timers.wrap(proposing, "_finish", "proposals")
     timers.wrap(passes, "_record_snapshot", "db_snapshot")
     timers.wrap(passes, "_store_proposal", "db_proposals")
-    for name in ("build", "unified_diff", "verify", "key_of"):
+    for name in ("build", "unified_diffs", "verify", "key_of"):
         timers.wrap(proposing, name, name)
     return timers
 

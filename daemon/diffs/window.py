@@ -17,6 +17,7 @@ afterwards to rebuild the exact result bytes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -145,5 +146,10 @@ def restore(section: str, win: Window) -> str:
     return "".join(out)
 
 
+@functools.lru_cache(maxsize=8)
 def _blob_id(data: bytes) -> str:
-    return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()  # noqa: S324 - git's object id, not security
+    """git's object id of ``data``; kept for the few large files a pass edits over and over
+    (every proposal of a pass edits the same index: its old side is the same bytes)."""
+    digest = hashlib.sha1(b"blob %d\0" % len(data))  # noqa: S324 - git's object id, not security
+    digest.update(data)
+    return digest.hexdigest()

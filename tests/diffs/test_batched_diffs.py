@@ -58,3 +58,26 @@ def test_two_changes_moving_the_same_note_are_diffed_apart():
     alone = [git.unified_diff(one), git.unified_diff(two)]
     assert git.unified_diffs([one, two]) == alone
     assert "rename from dup.md\nrename to .archive/dup.md\n" in alone[0]
+
+
+def test_the_scratch_folder_is_memory_only_when_it_has_room(monkeypatch):
+    """/dev/shm when it holds four times the batch and 256 MB more; else the system's temp
+    folder (None); a machine without /dev/shm also gets None."""
+    import os
+
+    class Free:
+        f_frsize = 4096
+
+        def __init__(self, blocks: int) -> None:
+            self.f_bavail = blocks
+
+    monkeypatch.setattr(os, "access", lambda path, mode: True)
+    monkeypatch.setattr(os, "statvfs", lambda path: Free((512 << 20) // 4096))
+    assert git.scratch_dir(10 << 20) == git.SHM
+    assert git.scratch_dir(100 << 20) is None
+
+    def missing(path):
+        raise FileNotFoundError(path)
+
+    monkeypatch.setattr(os, "statvfs", missing)
+    assert git.scratch_dir(0) is None
