@@ -1,6 +1,8 @@
-"""The daemon over many small stores: one round of passes, with pooled workers and without.
+"""The daemon over many small stores: one round of passes, with pooled workers and without;
+or (``--steady``) the pooled daemon over two rounds, the second over unchanged stores.
 
     .venv/bin/python bench/bench_many_stores.py [--stores 200] [--notes 100] [--runs 1]
+    .venv/bin/python bench/bench_many_stores.py --steady --stores 1000 --every 240
 
 Writes ``--stores`` stores of ``--notes`` small notes each (no duplicates: every pass
 proposes nothing), then for each setting starts a real ``dreamd run`` with every store
@@ -11,6 +13,13 @@ workers), how many worker processes it started, and the daemon's own RSS once id
 
 Settings: ``--worker-passes 1`` (a new worker per pass, as before the pool) against the
 default pool. The two settings alternate when ``--runs`` > 1; medians are printed.
+
+``--steady``: every store ``every = "<--every>s"``, the default pool; round 1 is every
+store's first pass, round 2 (one period later) finds every store unchanged. For each round:
+its CPU seconds (the daemon, the workers it reaped and the ones still alive, from
+/proc), and for round 2 how late each pass started against the time its store was due
+(the first pass's start plus the period: with no jitter every store is due then); the daemon's RSS is sampled throughout. The
+CPU of round 2 is what an hourly schedule costs per hour when nothing changes.
 """
 
 from __future__ import annotations
@@ -30,7 +39,7 @@ DREAMD = [sys.executable, "-m", "daemon"]
 SETTINGS = {"a new worker per pass": ["--worker-passes", "1"], "pooled workers (default)": []}
 
 
-def write_stores(base: Path, stores: int, notes: int) -> Path:
+def write_stores(base: Path, stores: int, notes: int, every: str = "1h") -> Path:
     lines = []
     for s in range(stores):
         root = base / f"store-{s:04d}"
@@ -38,7 +47,7 @@ def write_stores(base: Path, stores: int, notes: int) -> Path:
         (root / "MEMORY.md").write_text("# Memory\n")
         for n in range(notes):
             (root / f"note-{n:03d}.md").write_text(f"# Note {n} of store {s}\n\nFact {s * 1000 + n}: value {n * 7 % 13} for key k{s}-{n}.\n")
-        lines += ["[[stores]]", f'name = "s{s:04d}"', f'path = "{root}"', 'preset = "generic"', 'every = "1h"', 'jitter = "0s"']
+        lines += ["[[stores]]", f'name = "s{s:04d}"', f'path = "{root}"', 'preset = "generic"', f'every = "{every}"', 'jitter = "0s"']
     config = base / "config.toml"
     config.write_text("\n".join(lines) + "\n")
     return config
@@ -83,15 +92,78 @@ def one_round(config: Path, stores: int, extra: list[str], workdir: Path) -> dic
     return {"wall": wall, "cpu": cpu, "workers": workers, "idle_rss": idle_rss}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system seconds of ``pid``, the children it reaped, and its live children."""
+    tick = os.sysconf("SC_CLK_TCK")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    total = sum(int(fields[i]) for i in (11, 12, 13, 14)) / tick  # utime stime cutime cstime
+    for child in Path("/proc").iterdir():
+        if child.name.isdigit():
+            try:
+                own = (child / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(own[1]) == pid:  # its parent
+                total += (int(own[11]) + int(own[12])) / tick
+    return total
+
+
+def steady(config: Path, stores: int, every: int, workdir: Path) -> dict[str, float]:
+    db = workdir / "state.db"
+    for leftover in workdir.glob("state.db*"):
+        leftover.unlink()
+    env = {**os.environ, "DREAMD_DB": f"sqlite:///{db}", "XDG_STATE_HOME": str(workdir / "xdg")}
+    daemon = subprocess.Popen([*DREAMD, "--config", str(config), "run", "--max-parallel", "2"], stdout=subprocess.DEVNULL, stderr=(workdir / "daemon.log").open("w"), env=env)
+    peak = 0.0
+    marks = []
+    for target in (stores, 2 * stores):
+        while finished(db) < target:
+            if daemon.poll() is not None:
+                raise SystemExit(f"the daemon exited with {daemon.returncode}; see {workdir / 'daemon.log'}")
+            peak = max(peak, rss_mb(daemon.pid))
+            time.sleep(0.2)
+        marks.append(cpu_seconds(daemon.pid))
+    idle = rss_mb(daemon.pid)
+    daemon.send_signal(signal.SIGTERM)
+    daemon.wait()
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT store_id, started_at, status FROM passes ORDER BY store_id, id").fetchall()
+    starts: dict[int, list[float]] = {}
+    statuses = {}
+    for store_id, started, status in rows:
+        starts.setdefault(store_id, []).append(_seconds(started))
+        statuses.setdefault(store_id, []).append(status)
+    first = min(s[0] for s in starts.values())  # every store is due at start (jitter 0), then every period
+    late = sorted(s[1] - (first + every) for s in starts.values() if len(s) > 1)  # negative: early
+    skipped = sum(st[1] == "skipped" for st in statuses.values() if len(st) > 1)
+    return {"round1_cpu": marks[0], "round2_cpu": marks[1] - marks[0], "peak_rss": peak, "idle_rss": idle, "late_max": late[-1] if late else -1,
+            "late_p95": late[int(len(late) * 0.95) - 1] if late else -1, "early_max": -late[0] if late else -1, "second_passes": len(late), "skipped": skipped}  # fmt: skip
+
+
+def _seconds(text: str) -> float:
+    import datetime as dt
+
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--stores", type=int, default=200)
     parser.add_argument("--notes", type=int, default=100)
     parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--steady", action="store_true", help="two rounds of the pooled daemon, the second over unchanged stores")
+    parser.add_argument("--every", type=int, default=240, help="--steady: each store's period in seconds (longer than a round)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
-        config = write_stores(base / "stores", options.stores, options.notes)
+        config = write_stores(base / "stores", options.stores, options.notes, f"{options.every}s" if options.steady else "1h")
+        if options.steady:
+            got = steady(config, options.stores, options.every, base)
+            print(f"{options.stores} stores of {options.notes} notes, every {options.every} s, pooled workers, --max-parallel 2")
+            print(f"round 1 (first passes): {got['round1_cpu']:.1f} s CPU; round 2 (unchanged, {got['skipped']:.0f} of {got['second_passes']:.0f} skipped): {got['round2_cpu']:.1f} s CPU")
+            print(f"lateness of round 2 against each store's due time: p95 {got['late_p95']:.1f} s, max {got['late_max']:.1f} s (earliest {got['early_max']:.1f} s early)")
+            print(f"daemon RSS: peak {got['peak_rss']:.1f} MB, idle {got['idle_rss']:.1f} MB")
+            return
         results: dict[str, list[dict[str, float]]] = {name: [] for name in SETTINGS}
         for _ in range(options.runs):
             for name, extra in SETTINGS.items():

@@ -198,12 +198,17 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
 def _check_disjoint(stores: dict[str, StoreConfig], where: str) -> None:
     """Refuse two stores whose folders (notes root or archive root) are one or nest: each
     store's scope is its own, and a folder is one store."""
-    folders = [(store.name, kind, path) for store in stores.values() for kind, path in _folders(store)]
-    for i, (name, kind, path) in enumerate(folders):
-        for other, other_kind, other_path in folders[i + 1 :]:
-            if other != name and (path == other_path or path in other_path.parents or other_path in path.parents):
+    folders = sorted((path.parts, i, store.name, kind, path) for i, (store, (kind, path)) in enumerate((s, f) for s in stores.values() for f in _folders(s)))
+    # in the order of their parts, the folders inside one come right after it: each is
+    # compared with those only (a thousand stores are checked in a moment, not in minutes)
+    for k, (parts, i, name, kind, path) in enumerate(folders):
+        for other_parts, j, other, other_kind, other_path in folders[k + 1 :]:
+            if other_parts[: len(parts)] != parts:
+                break
+            if other != name:
+                (_, first, first_kind, first_path), (_, second, second_kind, second_path) = sorted([(i, name, kind, path), (j, other, other_kind, other_path)])
                 raise ConfigError(
-                    f"{where}: stores {name!r} and {other!r} overlap: the {kind} {path} and the {other_kind} {other_path}",
+                    f"{where}: stores {first!r} and {second!r} overlap: the {first_kind} {first_path} and the {second_kind} {second_path}",
                     hint="one folder is one store: give each store a folder of its own",
                 )
 

@@ -113,3 +113,20 @@ def test_an_archive_root_beside_a_folder_cannot_be_another_store(here, cli, tmp_
     config.write_text(f'[[stores]]\nname = "a"\npath = "{here}"\npreset = "serena"\n\n[[stores]]\nname = "b"\npath = "{archive}"\npreset = "generic"\n')
     done = cli("--config", str(config), "status")
     assert done.code == 2 and "the archive root" in done.err
+
+
+def test_overlap_is_found_among_many_stores_and_names_both_in_config_order(tmp_path):
+    """300 disjoint stores load; one more nested inside the 150th is refused naming that store
+    first (config order) and the nested one second, with both folders."""
+    from daemon.config import parse_config
+    from daemon.core.errors import ConfigError
+
+    roots = [tmp_path / f"s{i:03d}" for i in range(300)]
+    for root in roots:
+        root.mkdir()
+    stores = [{"name": f"s{i:03d}", "path": str(root), "preset": "generic"} for i, root in enumerate(roots)]
+    assert len(parse_config({"stores": stores}).stores) == 300
+    (roots[150] / "inner").mkdir()
+    with pytest.raises(ConfigError) as caught:
+        parse_config({"stores": [{"name": "inner", "path": str(roots[150] / "inner"), "preset": "generic"}, *stores]})
+    assert "stores 'inner' and 's150' overlap: the notes folder " + str(roots[150] / "inner") + " and the notes folder " + str(roots[150]) in caught.value.one_line()
