@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -96,28 +97,44 @@ def _refused(built: _Built, exc: Exception) -> Planned:
 
 def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, batch: int = 50) -> Iterator[Planned]:
     """``make_proposal`` for each draft, in order, a batch at a time: the diffs of a batch
-    come from one git process (diffs/git.py unified_diffs), not one each; a batch git
-    refuses is diffed again proposal by proposal, so one bad change refuses only itself.
-    Batches keep memory bounded: only ``batch`` proposals' bytes are alive at once.
+    come from one git process (diffs/git.py unified_diffs), not one each, made on a thread
+    while the next batch is built (git works while Python builds); a batch git refuses is
+    diffed again proposal by proposal, so one bad change refuses only itself. Batches keep
+    memory bounded: only two batches' bytes are alive at once.
     """
     drafts = iter(drafts)
-    while chunk := list(itertools.islice(drafts, batch)):
-        prepared = [_prepare(draft, view, now) for draft in chunk]
-        built = [p for p in prepared if isinstance(p, _Built)]
-        try:
-            diffs = dict(zip(map(id, built), unified_diffs([b.change for b in built]), strict=True))
-        except DiffError:
-            diffs = {}
-        for item in prepared:
-            if isinstance(item, Planned):
-                yield item
-            elif id(item) in diffs:
-                yield _finish(item, diffs[id(item)], view)
-            else:
-                try:
-                    yield _finish(item, unified_diff(item.change), view)
-                except DiffError as exc:
-                    yield _refused(item, exc)
+    waiting: tuple[list[Planned | _Built], Future[dict[int, str]]] | None = None
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dreamd-diff") as git:
+        while chunk := list(itertools.islice(drafts, batch)):
+            prepared = [_prepare(draft, view, now) for draft in chunk]
+            diffs = git.submit(_diffs, [p for p in prepared if isinstance(p, _Built)])
+            if waiting is not None:
+                yield from _finished(*waiting, view)
+            waiting = prepared, diffs
+        if waiting is not None:
+            yield from _finished(*waiting, view)
+
+
+def _diffs(built: list[_Built]) -> dict[int, str]:
+    """The batch's diffs by item id; empty when git refused the batch as a whole."""
+    try:
+        return dict(zip(map(id, built), unified_diffs([b.change for b in built]), strict=True))
+    except DiffError:
+        return {}
+
+
+def _finished(prepared: list[Planned | _Built], diffs: Future[dict[int, str]], view: StoreView) -> Iterator[Planned]:
+    made = diffs.result()
+    for item in prepared:
+        if isinstance(item, Planned):
+            yield item
+        elif id(item) in made:
+            yield _finish(item, made[id(item)], view)
+        else:
+            try:
+                yield _finish(item, unified_diff(item.change), view)
+            except DiffError as exc:
+                yield _refused(item, exc)
 
 
 def refused_planned(refusal: Any, view: StoreView) -> Planned:
