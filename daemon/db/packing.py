@@ -16,6 +16,8 @@ from __future__ import annotations
 import struct
 import zlib
 
+from daemon.core.affixes import common_prefix, common_suffix
+
 _HEAD = struct.Struct(">QQ")
 COMPRESS_FROM = 4096
 
@@ -34,27 +36,9 @@ def unpack(stored: bytes, packed: bool) -> bytes:
 
 def encode(base: bytes, data: bytes) -> bytes:
     """``data`` as a delta of ``base``."""
-    prefix = _shared(base, data)
-    room = min(len(base), len(data)) - prefix  # the suffix may not overlap the prefix
-    suffix = _shared(base[::-1][:room], data[::-1][:room])
+    prefix = common_prefix(base, data)
+    suffix = common_suffix(base[prefix:], data[prefix:])  # the suffix may not overlap the prefix
     return _HEAD.pack(prefix, suffix) + data[prefix : len(data) - suffix]
-
-
-def _shared(a: bytes, b: bytes, chunk: int = 4096) -> int:
-    """How many leading bytes ``a`` and ``b`` share: chunks compared whole (memcmp), then a
-    binary search inside the first chunk that differs."""
-    most = min(len(a), len(b))
-    at = 0
-    while at + chunk <= most and a[at : at + chunk] == b[at : at + chunk]:
-        at += chunk
-    low, high = at, min(at + chunk, most)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if a[at:mid] == b[at:mid]:
-            low = mid
-        else:
-            high = mid - 1
-    return low
 
 
 def decode(base: bytes, delta: bytes) -> bytes:

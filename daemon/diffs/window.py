@@ -22,6 +22,8 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+from daemon.core.affixes import common_prefix, common_suffix
+
 MIN_BYTES = 64 * 1024  # smaller files are diffed whole: the window saves nothing there
 MARGIN = 200  # lines
 
@@ -42,8 +44,8 @@ def window(before: bytes, after: bytes, margin: int = MARGIN) -> Window | None:
     Byte-level and in C where it counts (slice comparison, ``find``, ``count``): working
     line by line in Python cost as much as the git run it saves.
     """
-    same = _line_start(before, _common_prefix(before, after))  # first line that differs
-    tail = _common_suffix(before[same:], after[same:])
+    same = _line_start(before, common_prefix(before, after))  # first line that differs
+    tail = common_suffix(before[same:], after[same:])
     if tail:  # the common tail, from its first whole line on (in both: its bytes are equal)
         cut_from = before.find(b"\n", len(before) - tail) + 1
         tail = len(before) - cut_from if cut_from else 0
@@ -62,35 +64,6 @@ def window(before: bytes, after: bytes, margin: int = MARGIN) -> Window | None:
         return None
     heading = _heading_above(before, top)
     return Window(before.count(b"\n", 0, top), before[top:end], after[top : len(after) - cut], before, after, heading)
-
-
-def _common_prefix(x: bytes, y: bytes) -> int:
-    """How many leading bytes ``x`` and ``y`` share (block compares, then bisection)."""
-    n, i, block = min(len(x), len(y)), 0, 1 << 16
-    while i < n and x[i : i + block] == y[i : i + block]:
-        i += block
-    lo, hi = i, min(i + block, n)  # x[:lo] == y[:lo]; the first difference is before hi
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if x[lo:mid] == y[lo:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
-def _common_suffix(x: bytes, y: bytes) -> int:
-    n, i, block = min(len(x), len(y)), 0, 1 << 16
-    while i < n and x[len(x) - min(i + block, n) : len(x) - i] == y[len(y) - min(i + block, n) : len(y) - i]:
-        i = min(i + block, n)
-    lo, hi = i, min(i + block, n)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if x[len(x) - mid : len(x) - lo] == y[len(y) - mid : len(y) - lo]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _line_start(data: bytes, offset: int) -> int:
