@@ -36,6 +36,15 @@ def _trust_rows(app, rows: dict[str, tuple]) -> None:  # noqa: ANN001
         repo.save_stat_cache(conn, 1, {p: (*row[:5], max(row[1], row[3]) + LATER_NS) for p, row in rows.items()})
 
 
+def _vouched_edit(app, path) -> None:  # noqa: ANN001
+    """Edit ``path`` keeping its size, then make its cache row vouch for the edit with the old hash."""
+    _same_size_edit(path)
+    info = os.stat(path)
+    rows = _rows(app)
+    rows[path.name] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, *rows[path.name][4:])  # the old hash
+    _trust_rows(app, rows)
+
+
 def _same_size_edit(path) -> None:  # noqa: ANN001
     """An edit that keeps the size, the inode and (restored) the mtime: only the ctime moves."""
     info = os.stat(path)
@@ -68,11 +77,7 @@ def test_a_change_the_cache_misses_is_never_overwritten_by_apply(example_store, 
     app = make_app()
     store = adhoc_store(example_store, "deepcode")
     pid = _accepted_merge(app, store)
-    _same_size_edit(example_store / RETIRED)
-    info = os.stat(example_store / RETIRED)
-    rows = _rows(app)
-    rows[RETIRED] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, *rows[RETIRED][4:])  # the old hash
-    _trust_rows(app, rows)
+    _vouched_edit(app, example_store / RETIRED)
     edited = snapshot_tree(example_store)
     clock.advance(minutes=5)
     assert (run_pass(app, store).status, get_proposal(app, pid).state) == ("skipped", "accepted")  # missed
@@ -86,11 +91,7 @@ def test_a_pass_that_plans_reads_every_note_despite_the_cache(example_store, mak
     app = make_app()
     store = adhoc_store(example_store, "deepcode")
     pid = _accepted_merge(app, store)
-    _same_size_edit(example_store / RETIRED)
-    info = os.stat(example_store / RETIRED)
-    rows = _rows(app)
-    rows[RETIRED] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns, *rows[RETIRED][4:])
-    _trust_rows(app, rows)
+    _vouched_edit(app, example_store / RETIRED)
     (example_store / "new-note.md").write_text("---\nname: new\n---\nA new note.\n")
     clock.advance(minutes=5)
     report = run_pass(app, store)
