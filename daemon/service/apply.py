@@ -137,9 +137,7 @@ def _under_lease(app: App, store_id: int, work: Callable[[StoreConfig], ApplyRes
 
 def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, run: Run) -> ApplyResult:
     engine = app.engine()
-    if recover(app, store):  # it may have finished this very proposal's crashed apply
-        run.moved(None)
-    with engine.connect() as conn:
+    with engine.connect() as conn:  # the run recovered first: it may have finished this very proposal's crashed apply
         row = repo.get_proposal(conn, store_id, proposal_id)
     if row.state != ACCEPTED:
         raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=_next_step(proposal_id, row.state))
