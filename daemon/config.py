@@ -16,7 +16,7 @@ from typing import Any
 
 from daemon.core.errors import ConfigError
 from daemon.llm.base import ModelSettings
-from daemon.planners.context import DetectorSettings
+from daemon.planners.settings import DetectorSettings
 from daemon.schedules import Schedule, parse_schedule
 from daemon.stores.paths import archive_name
 from daemon.stores.presets import StoreSettings, resolve_settings

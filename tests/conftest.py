@@ -18,6 +18,8 @@ from pathlib import Path
 import pytest
 import structlog
 
+from daemon import logs
+
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "deepcode-memory"
 T0 = dt.datetime(2025, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)  # before the real clock: CLI runs come later
@@ -32,6 +34,7 @@ def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("DREAMD_CONFIG", "DREAMD_DB", "DREAMD_SURFACE", "STATE_DIRECTORY", "NO_COLOR"):
         monkeypatch.delenv(name, raising=False)
     structlog.reset_defaults()  # a CLI test's configure() must not filter another test's logs
+    logs.reset()
 
 
 class Clock:

@@ -12,6 +12,7 @@ to exist among them; illegal state); 6 apply or revert refused (stale, conflict)
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Any
 
@@ -43,9 +44,29 @@ class Settings:
         return self._app
 
 
+# command -> the module of daemon.cli that defines it (in its COMMANDS). A module is imported
+# when one of its commands is asked for, so ``dreamd pass`` loads no review, export or eval code.
+COMMAND_MODULES = {
+    "pass": "passes", "proposals": "review", "show": "review", "accept": "review", "reject": "review",
+    "unreject": "review", "review": "interactive", "apply": "writes", "revert": "writes", "resolve": "writes",
+    "export": "export", "history": "history", "log": "history", "verify": "history", "eval": "evaluate",
+    "policy": "policy", "run": "run", "status": "run", "worker": "worker", "serve": "serve",
+}  # fmt: skip
+
+
 class _Group(click.Group):
-    """The command group; a reader of stdout that stops reading (``| head``) ends the command
-    quietly with exit 0, before click would call it an error (exit 1)."""
+    """The command group, loading each command's module on first use; a reader of stdout
+    that stops reading (``| head``) ends the command quietly with exit 0, before click would
+    call it an error (exit 1)."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *COMMAND_MODULES})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in COMMAND_MODULES and cmd_name not in self.commands:
+            for command in importlib.import_module(f"daemon.cli.{COMMAND_MODULES[cmd_name]}").COMMANDS:
+                self.add_command(command)
+        return super().get_command(ctx, cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -72,17 +93,6 @@ def cli(ctx: click.Context, config: str | None, db: str | None, debug: bool) -> 
     configure(debug)
     ctx.obj = Settings(config, db, debug)
     ctx.call_on_close(lambda: ctx.obj._app.close() if ctx.obj._app else None)
-
-
-def _register() -> None:
-    from daemon.cli import evaluate, export, history, interactive, passes, policy, review, run, serve, worker, writes
-
-    for module in (passes, review, interactive, writes, export, history, evaluate, policy, run, worker, serve):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-
-
-_register()
 
 
 _NO_ARGS = getattr(click.exceptions, "NoArgsIsHelpError", ())

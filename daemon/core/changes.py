@@ -18,7 +18,8 @@ from daemon.core.errors import ValidationError
 from daemon.core.hashing import hash_bytes
 from daemon.core.notes import EXPIRED, SUPERSEDED, Note
 from daemon.core.proposals import MERGE, RELINK, RELOCATE, RETIRING, SOFT_EXPIRE, Change, Draft, ReadFacts, change_key
-from daemon.core.view import ARCHIVE, DEFAULT_ARCHIVE_DIR, StoreView
+from daemon.core.reader import ARCHIVE
+from daemon.core.view import DEFAULT_ARCHIVE_DIR, StoreView
 
 KEY_EPOCH = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
 

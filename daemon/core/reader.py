@@ -21,6 +21,12 @@ WIKI = "wiki"  # [[name]]: the note whose frontmatter name is "name", else whose
 TASK_ID = "task-id"  # [TASK012]: the task file tasks/TASK012-*.md (Cline's memory bank)
 LINK_SYNTAXES = (MARKDOWN, MEM, WIKI, TASK_ID)
 
+# How dreamd retires a note: it stays where it is, marked (``in-place``), or moves to the
+# archive folder the agent does not list (``archive``).
+IN_PLACE = "in-place"
+ARCHIVE = "archive"
+RETIRE_MODES = (IN_PLACE, ARCHIVE)
+
 
 @dataclass(frozen=True)
 class Listing:

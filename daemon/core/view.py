@@ -15,11 +15,8 @@ from daemon.core.globs import matches
 from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed, seen, task_id
 from daemon.core.links import Names, Reference, find
 from daemon.core.notes import Note
-from daemon.core.reader import MARKDOWN, PLAIN, TASK_ID, ReaderModel
+from daemon.core.reader import IN_PLACE, MARKDOWN, PLAIN, TASK_ID, ReaderModel
 
-IN_PLACE = "in-place"
-ARCHIVE = "archive"
-RETIRE_MODES = (IN_PLACE, ARCHIVE)
 DEFAULT_ARCHIVE_DIR = ".dreamd-archive"
 
 

@@ -20,13 +20,12 @@ from collections.abc import Callable, Mapping
 from types import ModuleType
 from typing import Any
 
-import structlog
-
+from daemon import logs
 from daemon.core.errors import ModelBadOutputError, ModelRequestError, ModelTransientError
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
 from daemon.llm.translate import mapped_errors
 
-log = structlog.get_logger("dreamd.llm")
+log = logs.get_logger("dreamd.llm")
 
 BACKOFF_BASE_S = 0.5
 BACKOFF_CAP_S = 8.0

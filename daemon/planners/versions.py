@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from daemon.planners.context import DetectorSettings
+from daemon.planners.settings import DetectorSettings
 
 DEFAULT_VERSIONS: tuple[tuple[str, int], ...] = (
     ("exact-duplicate", 4),

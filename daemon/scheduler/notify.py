@@ -11,9 +11,9 @@ import os
 import socket
 import time
 
-import structlog
+from daemon import logs
 
-log = structlog.get_logger("dreamd.notify")
+log = logs.get_logger("dreamd.notify")
 
 # Workers must not speak for the daemon, nor think the watchdog is theirs.
 SYSTEMD_VARS = ("NOTIFY_SOCKET", "WATCHDOG_USEC", "WATCHDOG_PID")

@@ -17,15 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import structlog
-
+from daemon import logs
 from daemon.config import Config, StoreConfig, config_from_text, read_config_text
 from daemon.core.errors import ConfigError, DreamdError
 from daemon.service import daemon_state
 from daemon.scheduler.notify import Notifier
 from daemon.scheduler.worker import IDLE_S, MAX_MB, MAX_PASSES, Worker, WorkerPool, WorkerResult, run_to_end, worker_command
 
-log = structlog.get_logger("dreamd.daemon")
+log = logs.get_logger("dreamd.daemon")
 
 MISFIRE_GRACE_S = 3600  # a run missed by up to an hour (busy, suspended) still happens, once
 TICK_S = 0.25  # how often the main thread looks at its flags; signals only set flags

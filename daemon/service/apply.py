@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import structlog
 from sqlalchemy import Connection
 
+from daemon import logs
 from daemon.config import StoreConfig
 from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError
 from daemon.core.notes import Note
@@ -35,7 +35,7 @@ from daemon.stores import port
 from daemon.stores.paths import StoreRoots
 
 
-log = structlog.get_logger("dreamd.apply")
+log = logs.get_logger("dreamd.apply")
 
 
 @dataclass(frozen=True)

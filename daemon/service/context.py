@@ -15,11 +15,12 @@ import getpass
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
-from sqlalchemy.engine import Engine
+from typing import TYPE_CHECKING, Any
 
 from daemon.config import Config
+
+if TYPE_CHECKING:  # the database layer is imported by the first use of the engine, not before
+    from sqlalchemy.engine import Engine
 
 
 def utcnow() -> dt.datetime:

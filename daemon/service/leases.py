@@ -13,40 +13,20 @@ heartbeat thread: a host that dies mid-pass frees the store within PASS_LEASE_TT
 from __future__ import annotations
 
 import datetime as dt
-import os
-import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import structlog
-
+from daemon import logs
 from daemon.core.errors import ApplyError
 from daemon.db import repo
 from daemon.service.context import App
+from daemon.service.holders import holder_is_dead, this_holder
 
 LEASE_TTL = dt.timedelta(minutes=2)  # apply, revert, recovery: seconds of work
 PASS_LEASE_TTL = dt.timedelta(minutes=5)  # renewed by a heartbeat every third of it while the pass runs
 
-log = structlog.get_logger("dreamd.lease")
-
-
-def this_holder() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def holder_is_dead(holder: str) -> bool:
-    """A holder on this host whose process no longer exists."""
-    host, _, pid = holder.rpartition(":")
-    if host != socket.gethostname() or not pid.isdigit():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:
-        return False
-    return False
+log = logs.get_logger("dreamd.lease")
 
 
 class StoreBusyError(ApplyError):

@@ -115,12 +115,6 @@ def changed_since_last_llm_pass(conn: Connection, store_id: int, view: StoreView
     }  # fmt: skip
 
 
-def unfinished(last_stats: dict[str, Any] | None) -> bool:
-    """Whether the last pass's LLM part stopped before covering every change."""
-    llm = (last_stats or {}).get("llm")
-    return bool(llm) and not llm.get("complete", True)
-
-
 def plan_with_model(app: App, store: StoreConfig, view: StoreView, now: dt.datetime, changed: set[str]) -> LLMOutcome:
     """Run the LLM planner on what changed; a model failure is recorded, not raised."""
     from daemon.core.errors import PlannerError

@@ -16,16 +16,16 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-import structlog
 from sqlalchemy import Connection, select
 
+from daemon import logs
 from daemon.config import StoreConfig
 from daemon.core.proposals import ACCEPTED, PENDING
 from daemon.db import repo
 from daemon.db import schema as t
 from daemon.service.context import App
 
-log = structlog.get_logger("dreamd.notify")
+log = logs.get_logger("dreamd.notify")
 
 WAITING_STATES = (PENDING, ACCEPTED)
 NOTIFY_VERSION = 1

@@ -9,13 +9,12 @@ and the next pass there closes it.
 
 from __future__ import annotations
 
-import structlog
-
+from daemon import logs
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.service.leases import holder_is_dead
+from daemon.service.holders import holder_is_dead
 
-log = structlog.get_logger("dreamd.pass")
+log = logs.get_logger("dreamd.pass")
 
 
 def close_dead_passes(app: App, store_id: int | None = None, why: str = "the process running it died") -> list[int]:

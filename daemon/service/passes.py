@@ -11,24 +11,24 @@ import dataclasses
 import datetime as dt
 import itertools
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import structlog
 from sqlalchemy import Connection
 
+from daemon import logs
 from daemon.config import StoreConfig
 from daemon.core.errors import PlannerError
 from daemon.core.proposals import ACCEPTED, PENDING, STALE, SUPPRESSED
 from daemon.core.view import StoreView
 from daemon.db import repo
-from daemon.planners.versions import detectors_fingerprint
 from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.findings import findings
-from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store, this_holder
+from daemon.service.holders import this_holder
+from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store
 from daemon.service.orphans import close_dead_passes
 from daemon.service.notify import notify_waiting
+from daemon.service.pass_report import Outcome, PassReport, fingerprint_of, model_unfinished
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
 from daemon.service.timecaps import TIME_CAP, Caps, read_links, read_notes
@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # planning, proposing and deciding are imported by the passes
     from daemon.service.proposing import Planned
 
 
-log = structlog.get_logger("dreamd.pass")
+log = logs.get_logger("dreamd.pass")
 
 STORE_BATCH = 50  # proposals per transaction: bounded memory, short write locks
 
@@ -51,78 +51,6 @@ Progress = Callable[[str, int, int], None]
 
 def _unwatched(stage: str, done: int, total: int) -> None:
     """No one watches the pass."""
-
-
-SUMMARY_STATES = ("pending", "accepted", "applied", "rejected", "stale", "refused", "suppressed", "duplicate")
-
-
-@dataclass
-class Outcome:
-    """What became of one planned proposal in this pass."""
-
-    planned: Planned
-    state: str  # pending | refused | suppressed | duplicate; after the store's policy: accepted, rejected, applied, stale
-    id: int | None = None
-    note: str | None = None
-
-
-@dataclass
-class PassReport:
-    store: str
-    status: str  # completed | skipped | busy | dry-run
-    root_hash: str
-    pass_id: int | None = None
-    outcomes: list[Outcome] = field(default_factory=list)
-    skipped_files: list[Skipped] = field(default_factory=list)
-    external_changes: dict[str, list[str]] = field(default_factory=dict)
-    stale: list[int] = field(default_factory=list)
-    notes: int = 0
-    at: dt.datetime | None = None  # when the pass ran (its proposals' created_at)
-    llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
-    policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
-    busy: str | None = None  # why the pass did not run: another process holds the store
-    capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
-    findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/findings.py)
-
-    def count(self, state: str) -> int:
-        return sum(1 for o in self.outcomes if o.state == state)
-
-    def summary(self, label: str) -> str:
-        """The one line a pass ends with: how many notes, and what became of its proposals."""
-        if self.status == "skipped":
-            return f"{self.store}: unchanged since the last pass; nothing to do"
-        if self.status == "busy":
-            return f"{self.store}: skipped, {self.busy}"
-        counts = ", ".join(f"{self.count(s)} {s}" for s in SUMMARY_STATES if self.count(s))
-        partial = f" (partial: out of time while {self.capped}; the next pass goes on)" if self.capped else ""
-        model = f" (LLM part incomplete: {self.model_failure})" if self.model_failure else ""
-        return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}{partial}{model}"
-
-    @property
-    def model_failure(self) -> str | None:
-        """Why the LLM part is incomplete when a model call failed (a budget stop is not a failure)."""
-        llm = self.llm or {}
-        return llm.get("incomplete") if llm.get("failed_calls") else None
-
-    @property
-    def stats(self) -> dict[str, Any]:
-        states = ("pending", "refused", "suppressed", "duplicate")
-        stats = {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
-        stats |= {"findings": len(self.findings)} if self.findings else {}
-        extra = {k: v for k, v in (("llm", self.llm), ("policy", self.policy), ("capped", self.capped)) if v is not None}
-        return {**stats, **extra}
-
-
-def _fingerprint(app: App, store: StoreConfig) -> str:
-    settings = store.settings
-    layout = f"{settings.retire_mode}|{settings.archive_root}|{settings.index}|{settings.pinned}|{settings.ignored_memory_patterns}"
-    model = f";model={store.llm.model}|{store.llm.prompt_dir}|{store.llm_exclude}" if store.llm else ""
-    model += f";policy={store.policy}|{store.apply}" if store.policy else ""
-    if store.workspace is not None:  # a new commit there is worth a pass even over unchanged notes
-        from daemon.service.citations import workspace_mark
-
-        model += workspace_mark(store)
-    return f"{detectors_fingerprint(app.config.planner)};{layout}{model}"
 
 
 def _remembered(conn: Connection, store_id: int) -> tuple[dict[str, str], frozenset[str]]:
@@ -222,16 +150,6 @@ def _busy(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.dat
     return PassReport(store.name, "busy", "", pass_id, at=now, busy=reason)
 
 
-def _model_unfinished(store: StoreConfig, last: Any) -> bool:
-    """Whether the last pass left model work undone (a budget stopped it): then an unchanged
-    store is passed over again. Only a store with a model imports the model part."""
-    if store.llm is None:
-        return False
-    from daemon.service.llm_pass import unfinished
-
-    return unfinished(last.stats)
-
-
 def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, progress: Progress) -> PassReport:
     caps = _caps(app)
     with caps.timing():
@@ -241,12 +159,12 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
 def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, caps: Caps, progress: Progress) -> PassReport:
     roots = registered_roots(app, store_id, store)
     scan, seen = glance(app, store_id, store, roots)  # files the stat cache vouches for are not read
-    fingerprint = _fingerprint(app, store)
+    fingerprint = fingerprint_of(app, store)
     with app.engine().connect() as conn:
         last = repo.last_completed_pass(conn, store_id)
     due = last.next_due_at if last else None
     unchanged = last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due)
-    skip = unchanged and not _model_unfinished(store, last)
+    skip = unchanged and not model_unfinished(store, last.stats)
     if not skip:
         observed = read_whole(store, roots, scan)
         scan = observed.scan

@@ -13,9 +13,9 @@ import datetime as dt
 from collections.abc import Mapping
 from typing import Any
 
-import structlog
 from sqlalchemy import Connection
 
+from daemon import logs
 from daemon.config import StoreConfig
 from daemon.core.errors import DreamdError, StaleError
 from daemon.core.hashing import hash_bytes, manifest_changes, root_hash
@@ -32,7 +32,7 @@ from daemon.stores import port
 from daemon.stores.scan import ScanResult
 
 
-log = structlog.get_logger("dreamd.recovery")
+log = logs.get_logger("dreamd.recovery")
 
 
 def recover(app: App, store: StoreConfig) -> list[int]:

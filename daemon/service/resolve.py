@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import structlog
-
+from daemon import logs
 from daemon.core.errors import ProposalError
 from daemon.core.proposals import ACCEPTED
 from daemon.db import repo
@@ -28,7 +27,7 @@ from daemon.service.workspace import registered_roots, store_config_for_id
 from daemon.stores import files as store_files
 from daemon.stores import port
 
-log = structlog.get_logger("dreamd.resolve")
+log = logs.get_logger("dreamd.resolve")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.stores import port
+from daemon.stores.paths import identity_text
 from daemon.stores.scan import ScanResult, scan_store
 from daemon.stores.statcache import Seen
 
@@ -132,11 +133,6 @@ def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime
     elif row is not None and row.root_identity not in (None, identity):
         repo.add_event(conn, row.id, "store.adopted", app.actor, app.surface, now, {"root": root, "was": row.root_identity, "now": identity})
     return repo.ensure_store(conn, store.name, root, store.preset, now, identity)
-
-
-def identity_text(roots: port.Roots) -> str:
-    dev, ino = roots.identity or (0, 0)
-    return f"{dev}:{ino}"
 
 
 def _same_folder(name: str, row: Any, root: str, identity: str) -> None:

@@ -12,6 +12,7 @@ import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from daemon.core.errors import StoreError, UnsafePathError
 
@@ -134,3 +135,9 @@ def root_identity(folder: Path) -> tuple[int, int]:
 def archive_name(archive_root: str, notes_name: str) -> str:
     """The archive root's folder name, which is also the store-path prefix of its files."""
     return archive_root.removeprefix("../").replace("{notes}", notes_name)
+
+
+def identity_text(roots: Any) -> str:
+    """How a store records its root (a folder's, a record database's): ``device:inode``."""
+    dev, ino = roots.identity or (0, 0)
+    return f"{dev}:{ino}"

@@ -17,8 +17,7 @@ from daemon.core.errors import ConfigError, UnsafePathError
 from daemon.core.globs import matches
 from daemon.core.index import FORMATS as INDEX_FORMATS
 from daemon.core.index import IndexSpec
-from daemon.core.reader import Listing, ReaderModel
-from daemon.core.view import ARCHIVE, IN_PLACE, RETIRE_MODES
+from daemon.core.reader import ARCHIVE, IN_PLACE, RETIRE_MODES, Listing, ReaderModel
 from daemon.stores import readers
 from daemon.stores.records import dexto
 from daemon.stores.paths import DEFAULT_ARCHIVE_PREFIX, safe_relpath

@@ -7,16 +7,34 @@ from pathlib import Path
 
 import pytest
 
-from daemon.cli.main import cli
+import click
+
+from daemon.cli.main import COMMAND_MODULES, cli
 
 README = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-COMMANDS = sorted(name for name, command in cli.commands.items() if not command.hidden)
+_CTX = click.Context(cli)
+COMMANDS = sorted(name for name in cli.list_commands(_CTX) if not cli.get_command(_CTX, name).hidden)
 
 
 @pytest.mark.parametrize("name", COMMANDS)
 def test_every_command_has_help(name):
     """Each command has a one-line summary for ``dreamd --help``."""
-    assert cli.commands[name].get_short_help_str().strip()
+    assert cli.get_command(_CTX, name).get_short_help_str().strip()
+
+
+def test_every_command_is_found_where_the_group_looks_for_it():
+    """COMMAND_MODULES names, for each command, the module whose COMMANDS define it, and
+    every module of daemon.cli with COMMANDS is in it: a command left out is not lost."""
+    import importlib
+    import pkgutil
+
+    import daemon.cli
+
+    defined = {}
+    for info in pkgutil.iter_modules(daemon.cli.__path__):
+        module = importlib.import_module(f"daemon.cli.{info.name}")
+        defined |= {command.name: info.name for command in getattr(module, "COMMANDS", ())}
+    assert defined == COMMAND_MODULES
 
 
 @pytest.mark.parametrize("name", COMMANDS)

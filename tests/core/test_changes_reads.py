@@ -11,8 +11,8 @@ from daemon.core.hashing import hash_bytes
 from daemon.core.index import BY_STATUS, BY_TYPE, IndexSpec, LoadLimit
 from daemon.core.notes import Note
 from daemon.core.proposals import MERGE, REINDEX, RELINK, RELOCATE, SOFT_EXPIRE, SUPERSEDE, Draft
-from daemon.core.reader import MARKDOWN, MEM, WIKI, Listing, ReaderModel
-from daemon.core.view import ARCHIVE, StoreView
+from daemon.core.reader import ARCHIVE, MARKDOWN, MEM, WIKI, Listing, ReaderModel
+from daemon.core.view import StoreView
 
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)
 AGENT = ReaderModel("agent", Listing(recursive=True, dot_dirs=True), (MARKDOWN, MEM, WIKI))

@@ -7,8 +7,7 @@ import dataclasses
 
 from daemon.core.index import IndexSpec, LoadLimit
 from daemon.core.proposals import REINDEX, RELINK, RELOCATE
-from daemon.core.reader import MEM, Listing, ReaderModel
-from daemon.core.view import ARCHIVE
+from daemon.core.reader import ARCHIVE, MEM, Listing, ReaderModel
 from daemon.planners.detectors.dangling import DanglingReferences
 from daemon.planners.detectors.index_limit import IndexLimit
 from daemon.planners.detectors.visible_retired import VisibleRetired

@@ -9,7 +9,8 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.db import repo
 from daemon.service.apply import apply
-from daemon.service.leases import StoreBusyError, holder_is_dead, this_holder
+from daemon.service.holders import holder_is_dead, this_holder
+from daemon.service.leases import StoreBusyError
 from daemon.service.passes import run_pass
 from daemon.service.recovery import recover
 from daemon.service.review import decide

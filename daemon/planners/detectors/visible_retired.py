@@ -12,7 +12,8 @@ say they are retired; a person still decides.
 from __future__ import annotations
 
 from daemon.core.proposals import RELOCATE, Draft
-from daemon.core.view import ARCHIVE, DEFAULT_ARCHIVE_DIR, StoreView
+from daemon.core.reader import ARCHIVE
+from daemon.core.view import DEFAULT_ARCHIVE_DIR, StoreView
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import key_lines
 from daemon.planners.wording import names

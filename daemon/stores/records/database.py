@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
-import structlog
-
+from daemon import logs
 from daemon.core.errors import StaleError, StoreError
 from daemon.core.hashing import hash_bytes
 from daemon.stores.records import dexto
@@ -33,7 +32,7 @@ DELETED_PREFIX = "dreamd:deleted"
 LOCK_WAIT_S = 2.0  # dreamd gives up on a busy database well before Dexto's own wait (dexto.WRITER_WAIT_S)
 UNREADABLE = "unreadable"  # the hash of a row no compare-and-swap can expect
 
-log = structlog.get_logger("dreamd.records")
+log = logs.get_logger("dreamd.records")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,99 @@
+"""What a pass reports, and the fingerprint of what its planning depends on.
+
+Apart from ``service/passes.py`` so that the no-op lane (``service/noop.py``) can report a
+skipped pass and tell whether planning would change without importing the pass itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from daemon.config import StoreConfig
+from daemon.planners.versions import detectors_fingerprint
+
+if TYPE_CHECKING:
+    from daemon.service.context import App
+    from daemon.service.proposing import Planned
+    from daemon.stores.scan import Skipped
+
+SUMMARY_STATES = ("pending", "accepted", "applied", "rejected", "stale", "refused", "suppressed", "duplicate")
+
+
+@dataclass
+class Outcome:
+    """What became of one planned proposal in this pass."""
+
+    planned: Planned
+    state: str  # pending | refused | suppressed | duplicate; after the store's policy: accepted, rejected, applied, stale
+    id: int | None = None
+    note: str | None = None
+
+
+@dataclass
+class PassReport:
+    store: str
+    status: str  # completed | skipped | busy | dry-run
+    root_hash: str
+    pass_id: int | None = None
+    outcomes: list[Outcome] = field(default_factory=list)
+    skipped_files: list[Skipped] = field(default_factory=list)
+    external_changes: dict[str, list[str]] = field(default_factory=dict)
+    stale: list[int] = field(default_factory=list)
+    notes: int = 0
+    at: dt.datetime | None = None  # when the pass ran (its proposals' created_at)
+    llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
+    policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
+    busy: str | None = None  # why the pass did not run: another process holds the store
+    capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/findings.py)
+
+    def count(self, state: str) -> int:
+        return sum(1 for o in self.outcomes if o.state == state)
+
+    def summary(self, label: str) -> str:
+        """The one line a pass ends with: how many notes, and what became of its proposals."""
+        if self.status == "skipped":
+            return f"{self.store}: unchanged since the last pass; nothing to do"
+        if self.status == "busy":
+            return f"{self.store}: skipped, {self.busy}"
+        counts = ", ".join(f"{self.count(s)} {s}" for s in SUMMARY_STATES if self.count(s))
+        partial = f" (partial: out of time while {self.capped}; the next pass goes on)" if self.capped else ""
+        model = f" (LLM part incomplete: {self.model_failure})" if self.model_failure else ""
+        return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}{partial}{model}"
+
+    @property
+    def model_failure(self) -> str | None:
+        """Why the LLM part is incomplete when a model call failed (a budget stop is not a failure)."""
+        llm = self.llm or {}
+        return llm.get("incomplete") if llm.get("failed_calls") else None
+
+    @property
+    def stats(self) -> dict[str, Any]:
+        states = ("pending", "refused", "suppressed", "duplicate")
+        stats = {"v": 1, "notes": self.notes, "skipped_files": len(self.skipped_files), **{s: self.count(s) for s in states}, "stale": len(self.stale)}
+        stats |= {"findings": len(self.findings)} if self.findings else {}
+        extra = {k: v for k, v in (("llm", self.llm), ("policy", self.policy), ("capped", self.capped)) if v is not None}
+        return {**stats, **extra}
+
+
+def fingerprint_of(app: App, store: StoreConfig) -> str:
+    """What the planning of a pass depends on besides the notes: detectors and their
+    versions, the layout, the model, the policy (a change in any is worth a pass)."""
+    settings = store.settings
+    layout = f"{settings.retire_mode}|{settings.archive_root}|{settings.index}|{settings.pinned}|{settings.ignored_memory_patterns}"
+    model = f";model={store.llm.model}|{store.llm.prompt_dir}|{store.llm_exclude}" if store.llm else ""
+    model += f";policy={store.policy}|{store.apply}" if store.policy else ""
+    if store.workspace is not None:  # a new commit there is worth a pass even over unchanged notes
+        from daemon.service.citations import workspace_mark
+
+        model += workspace_mark(store)
+    return f"{detectors_fingerprint(app.config.planner)};{layout}{model}"
+
+
+def model_unfinished(store: StoreConfig, last_stats: dict[str, Any] | None) -> bool:
+    """Whether the last pass left model work undone (a budget stopped it): then an unchanged
+    store is passed over again."""
+    llm = (last_stats or {}).get("llm") if store.llm is not None else None
+    return bool(llm) and not llm.get("complete", True)
