@@ -40,17 +40,18 @@ class Listing:
 
     def sees(self, path: str) -> bool:
         """Whether the agent's own listing shows this file as a note."""
-        parts = path.split("/")
-        if not self.recursive and len(parts) > 1:
-            return False
-        if not self.dot_dirs and any(part.startswith(".") for part in parts[:-1]):
-            return False
-        name = parts[-1]
+        name = path
+        if "/" in path:
+            if not self.recursive:
+                return False
+            *folders, name = path.split("/")
+            if not self.dot_dirs and any(part.startswith(".") for part in folders):
+                return False
         if name in self.skip_names:
             return False
         if self.suffixes is not None and not name.endswith(self.suffixes):
             return False
-        return not any(pattern.fullmatch(note_name(path)) for pattern in self._ignored)
+        return not self.ignored or not any(pattern.fullmatch(note_name(path)) for pattern in self._ignored)
 
     @cached_property
     def _ignored(self) -> tuple[re.Pattern[str], ...]:

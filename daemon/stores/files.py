@@ -15,7 +15,6 @@ import errno
 import fcntl
 import os
 import re
-import secrets
 import signal
 import stat
 import time
@@ -46,7 +45,7 @@ def temp_tag(journal_id: int) -> str:
 
 def _temp_name(name: str, tag: str) -> str:
     short = name.encode("utf-8", "surrogateescape")[:160].decode("utf-8", "ignore")  # room for the marker
-    return f".{short}{TEMP_MARKER}{tag}{secrets.token_hex(8)}"
+    return f".{short}{TEMP_MARKER}{tag}{os.urandom(8).hex()}"
 
 
 @contextlib.contextmanager

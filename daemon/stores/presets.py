@@ -12,6 +12,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 
 from daemon.core.errors import ConfigError, UnsafePathError
 from daemon.core.globs import matches
@@ -79,7 +80,7 @@ class StoreSettings:
     pinned: tuple[str, ...] = ()
     ignored_memory_patterns: tuple[str, ...] = ()  # Serena's own setting, as the agent is configured
 
-    @property
+    @cached_property
     def reader(self) -> ReaderModel:
         """The preset's reader, with what this store tells about the agent's configuration."""
         if not self.ignored_memory_patterns:
