@@ -75,6 +75,12 @@ class Config:
             known = ", ".join(sorted(self.stores)) or "none configured"
             raise ConfigError(f"no store named {name!r} (known: {known})", hint="use --store PATH --preset NAME, or add [[stores]] to the config") from None
 
+    def completed(self, store: StoreConfig) -> StoreConfig:
+        """``store`` as a command uses it: one not in the config takes the global [llm]."""
+        if store.name not in self.stores and self.llm is not None and store.llm is None:
+            return dataclasses.replace(store, llm=self.llm, llm_exclude=self.llm_exclude)
+        return store
+
 
 def adhoc_store(path: str | Path, preset: str) -> StoreConfig:
     """A store named by its path on the command line, with its preset's defaults."""

@@ -28,23 +28,21 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
     then too). A single store's pass exits 7 when a model call failed: the pass and the
     detectors' proposals are recorded, and the notes of that call are sent again next pass.
     """
-    from daemon.service.passes import run_pass
-    from daemon.service.workspace import resolve_store
+    from daemon.service.noop import pass_named
 
     app = settings.app()
-    if not dry_run:
-        app.migrate_existing()  # finding the store reads the database: at this code's schema
     if all_stores:
         _pass_all(app, dry_run, as_json)
         return
-    store = resolve_store(app, store_name, store_path, preset)
     with Stages() as stages:
-        report = run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=stages.progress)
+        store, report = pass_named(app, store_name, store_path, preset, dry_run=dry_run, adopt_root=adopt_root, progress=stages.progress)
     at = report.at.isoformat() if report.at and report.pass_id is not None else None
-    from daemon.service.workspace import store_kind
+    items = []
+    if report.outcomes:
+        from daemon.service.workspace import store_kind
 
-    kind = store_kind(store.preset)
-    items = [planned_json(o, store.name, report.pass_id, at, kind) for o in report.outcomes]
+        kind = store_kind(store.preset)
+        items = [planned_json(o, store.name, report.pass_id, at, kind) for o in report.outcomes]
     if as_json:
         emit_json({
             "store": report.store, "status": report.status, "pass_id": report.pass_id,
@@ -74,11 +72,13 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
 def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
     """Cron mode: one line per store that needs review, one error line per failed store."""
     from daemon.core.errors import ConfigError, DreamdError
-    from daemon.service.passes import run_pass
+    from daemon.service.noop import pass_over
     from daemon.service.status import store_status
 
     if not app.config.stores:
         raise ConfigError("--all needs stores in the config ([[stores]])", hint=f"give --config FILE, or add [[stores]] to {DEFAULT_CONFIG}")
+    if not dry_run:
+        app.migrate_existing()  # the status of each store is read: at this code's schema
     summary, said, failed, busy = [], [], 0, 0  # said: (line, to stderr), printed once the bar is gone
     stores = sorted(app.config.stores.items())
     with Bar("passing") as bar:
@@ -86,7 +86,7 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
         for done, (name, store) in enumerate(stores):
             progress(done, len(stores))
             try:
-                report = run_pass(app, store, dry_run=dry_run)
+                report = pass_over(app, store, dry_run=dry_run)
             except DreamdError as exc:
                 failed += 1
                 said.append((f"{name}: {exc.one_line()}", True))

@@ -82,10 +82,10 @@ def _app(settings, config_text: str) -> Any:  # noqa: ANN001
 def _one_pass(app: Any, store_name: str) -> tuple[dict[str, Any], Exception | None]:
     """A pass's result line, and the StoppedError when the worker was told to stop during it."""
     from daemon.core.errors import DreamdError, StoppedError
-    from daemon.service.passes import run_pass
+    from daemon.service.noop import pass_over
 
     try:
-        report = run_pass(app, app.config.store(store_name))
+        report = pass_over(app, app.config.store(store_name))
     except DreamdError as exc:
         failed = {"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code, "exit": exc.exit_code}
         return failed, exc if isinstance(exc, StoppedError) else None

@@ -43,6 +43,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from daemon.core.errors import StateError
+from daemon.db.quick import HEAD_REVISION
 from daemon.db.translate import state_error_for, translate_db_errors
 
 __all__ = [
@@ -60,7 +61,6 @@ __all__ = [
 MIGRATIONS = Path(__file__).resolve().with_name("migrations")
 READ_ONLY: dict[str, Any] = {"dreamd_read_only": True}
 DEFAULT_BUSY_TIMEOUT_MS = 5000
-HEAD_REVISION = "0009_blob_deltas"  # the newest migration; tests check it against Alembic
 
 
 def default_db_url() -> str:

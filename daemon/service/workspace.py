@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import shlex
 
-import dataclasses
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +25,7 @@ from daemon.stores.statcache import Seen
 
 def resolve_store(app: App, name: str | None = None, path: str | None = None, preset: str | None = None) -> StoreConfig:
     """The store a command means, with the global [llm] for stores not in the config."""
-    store = _resolve(app, name, path, preset)
-    if store.name not in app.config.stores and app.config.llm is not None and store.llm is None:
-        store = dataclasses.replace(store, llm=app.config.llm, llm_exclude=app.config.llm_exclude)
-    return store
+    return app.config.completed(_resolve(app, name, path, preset))
 
 
 def _resolve(app: App, name: str | None, path: str | None, preset: str | None) -> StoreConfig:

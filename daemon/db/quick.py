@@ -1,0 +1,168 @@
+"""The state a skipped pass needs, through the standard library's sqlite3 alone.
+
+Importing SQLAlchemy costs more than the rest of a pass that finds nothing to do (about
+0.2 s of a process; cron, a timer and every daemon worker start one), so the no-op lane
+(``service/noop.py``) asks here first. Only a SQLite file at this code's schema, already in
+WAL mode, is answered; anything else (a server database, a URL with options, a missing
+file, another schema) is None and the pass goes the whole way, through ``db/engine.py``.
+
+``look`` reads, in one read transaction, what decides a skip; ``record_skip`` writes the
+rows ``repo.start_pass``/``finish_pass``/``add_event`` write for a skipped pass, column for
+column (a test compares the two), in one ``BEGIN IMMEDIATE`` that first checks nothing moved
+since ``look``: no pass, lease, write or event came in between. Errors are not translated
+here: the lane gives up on any ``sqlite3.Error`` (or text that does not decode, a value
+that does not parse) and the whole pass meets it again, and says what it is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import sqlite3
+import stat
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+HEAD_REVISION = "0009_blob_deltas"  # the newest migration; tests check it against Alembic
+BUSY_TIMEOUT_MS = 5000  # as db/engine.py's: a writer waits for the lock, then gives up
+WAITING = ("pending", "accepted")  # proposals a policy or a notify command would look at again
+
+
+@dataclass(frozen=True)
+class Looked:
+    """What the database says of one store, read in one transaction."""
+
+    store_id: int
+    root: str
+    preset: str
+    root_identity: str | None
+    first_at_root: bool  # no store registered earlier at the same folder
+    last_completed: tuple[int, str | None, str | None, dt.datetime | None, dict[str, Any] | None] | None  # id, root hash, planner, next due, stats
+    busy: bool  # a pass running (or dead), a lease, an apply half-written: the whole pass sorts that out
+    waiting: int  # pending and accepted proposals
+    seq: int  # the store's newest event
+    stat_rows: list[tuple[str, int, int, int, int, str, int]]  # path, size, mtime_ns, ino, ctime_ns, hash, scanned_ns (see repo.stat_cache)
+
+
+def connect(url: str) -> sqlite3.Connection | None:
+    """A connection to the SQLite state database ``url`` names, or None when the lane cannot
+    be sure it is the one ``db/engine.py`` would open at this code's schema."""
+    prefix = "sqlite:///"
+    if not url.startswith(prefix) or "?" in url:
+        return None
+    path = os.path.abspath(os.path.expanduser(url[len(prefix) :]))
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return None
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    except (OSError, sqlite3.Error):
+        return None
+    try:
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        conn.execute("PRAGMA synchronous=FULL")  # as the engine's: a committed row survives power loss
+        conn.execute("PRAGMA foreign_keys=ON")
+        wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        versions = [row[0] for row in conn.execute("SELECT version_num FROM alembic_version")]
+    except (sqlite3.Error, ValueError):  # a damaged schema is quoted in bytes that are not text
+        conn.close()
+        return None
+    if not wal or versions != [HEAD_REVISION]:
+        conn.close()
+        return None
+    return conn
+
+
+def store_at(conn: sqlite3.Connection, root: str) -> tuple[str, str, str] | None:
+    """(name, root, preset) of the store registered first at the folder ``root``, if any."""
+    row = conn.execute("SELECT name, root, preset FROM stores WHERE root = ? ORDER BY id LIMIT 1", (root,)).fetchone()
+    return None if row is None else (row[0], row[1], row[2])
+
+
+def look(conn: sqlite3.Connection, name: str) -> Looked | None:
+    """The store registered under ``name``, or None when there is none."""
+    conn.execute("BEGIN")
+    try:
+        row = conn.execute("SELECT id, root, preset, root_identity FROM stores WHERE name = ?", (name,)).fetchone()
+        if row is None:
+            return None
+        store_id, root = row[0], row[1]
+        first = conn.execute("SELECT min(id) FROM stores WHERE root = ?", (root,)).fetchone()[0] == store_id
+        stat_rows = conn.execute("SELECT path, size, mtime_ns, ino, ctime_ns, blob_hash, scanned_ns FROM stat_cache WHERE store_id = ?", (store_id,)).fetchall()
+        return Looked(store_id, root, row[2], row[3], first, _last_completed(conn, store_id), _busy(conn, store_id),
+                      _waiting(conn, store_id), _seq(conn, store_id), stat_rows)  # fmt: skip
+    finally:
+        conn.execute("COMMIT")
+
+
+def record_skip(conn: sqlite3.Connection, looked: Looked, *, surface: str, actor: str, runner: str, now: dt.datetime,
+                root_hash: str, planner: str, stats: dict[str, Any], reason: str) -> int | None:  # fmt: skip
+    """Record a skipped pass and its ``pass.skipped`` event; the pass's id, or None (nothing
+    written) when the store moved since ``looked`` was read."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        last = looked.last_completed
+        if (
+            _last_completed(conn, looked.store_id) != last
+            or _busy(conn, looked.store_id)
+            or _waiting(conn, looked.store_id) != looked.waiting
+            or _seq(conn, looked.store_id) != looked.seq
+        ):
+            conn.execute("ROLLBACK")
+            return None
+        at = _stored_time(now)
+        due = _stored_time(last[3]) if last and last[3] else None
+        pass_id = conn.execute(
+            "INSERT INTO passes (store_id, status, surface, actor, started_at, finished_at, root_hash, planner, next_due_at, stats, runner)"
+            " VALUES (?, 'skipped', ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (looked.store_id, surface, actor, at, at, root_hash, planner, due, json.dumps(stats), runner),
+        ).lastrowid
+        conn.execute(
+            "INSERT INTO events (store_id, seq, at, type, actor, surface, pass_id, proposal_id, payload) VALUES (?, ?, ?, 'pass.skipped', ?, ?, ?, NULL, ?)",
+            (looked.store_id, looked.seq + 1, at, actor, surface, pass_id, json.dumps({"v": 1, "reason": reason})),
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return int(pass_id)
+
+
+def _last_completed(conn: sqlite3.Connection, store_id: int) -> tuple[int, str | None, str | None, dt.datetime | None, dict[str, Any] | None] | None:
+    row = conn.execute(
+        "SELECT id, root_hash, planner, next_due_at, stats FROM passes WHERE store_id = ? AND status = 'completed' ORDER BY id DESC LIMIT 1", (store_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    return row[0], row[1], row[2], _read_time(row[3]), json.loads(row[4]) if row[4] is not None else None
+
+
+def _busy(conn: sqlite3.Connection, store_id: int) -> bool:
+    """A pass still running (or one that died running), any lease (live or expired), or a
+    journal caught writing: recovery, a busy report or closing a dead pass may be due."""
+    query = (
+        "SELECT EXISTS (SELECT 1 FROM passes WHERE store_id = ?1 AND status = 'running')"
+        " OR EXISTS (SELECT 1 FROM leases WHERE store_id = ?1)"
+        " OR EXISTS (SELECT 1 FROM journal WHERE store_id = ?1 AND state = 'writing')"
+    )
+    return bool(conn.execute(query, (store_id,)).fetchone()[0])
+
+
+def _waiting(conn: sqlite3.Connection, store_id: int) -> int:
+    return int(conn.execute("SELECT count(*) FROM proposals WHERE store_id = ? AND state IN (?, ?)", (store_id, *WAITING)).fetchone()[0])
+
+
+def _seq(conn: sqlite3.Connection, store_id: int) -> int:
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events WHERE store_id = ?", (store_id,)).fetchone()[0])
+
+
+def _stored_time(value: dt.datetime) -> str:
+    """A time as SQLAlchemy's SQLite dialect stores an aware UTC DateTime (schema.UTCDateTime)."""
+    utc = value.astimezone(dt.timezone.utc)
+    return utc.strftime("%Y-%m-%d %H:%M:%S.") + f"{utc.microsecond:06d}"
+
+
+def _read_time(text: str | None) -> dt.datetime | None:
+    return None if text is None else dt.datetime.fromisoformat(text).replace(tzinfo=dt.timezone.utc)

@@ -1,0 +1,171 @@
+"""The no-op lane: a pass over a store where nothing changed, told and recorded without the
+database layer, the planners or the diff code.
+
+cron, a timer and every daemon worker start a new process for a pass, and most passes find
+nothing to do; importing SQLAlchemy alone costs more than stat-ing ten thousand notes. So
+``pass_over`` looks first with ``db/quick.py`` (the standard library's sqlite3) and
+the stat cache (``stores/statcache.py``), and records the skipped pass itself when it can
+vouch for every condition under which the whole pass (``service/passes.run_pass``) would
+skip too:
+
+- the store is registered under its name at its folder (the same device and inode, its
+  preset, the first store there), with a completed pass whose root hash, planner
+  fingerprint and due time still hold, and no model work that pass left undone;
+- no pass is running or died running, no lease is held or left, no apply is half-written
+  (so neither recovery nor a busy report is due), and no event came since the lane looked;
+- every file's stat matches a trusted stat-cache row, so no file is read at all (a file the
+  scan had to read gets its row renewed by the whole pass);
+- nothing waits that a policy or a notify command would look at again.
+
+At anything else (a server database, a dry run, a record store, a workspace, a first pass)
+it steps aside before writing anything, and the whole pass decides from scratch.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from daemon import logs
+from daemon.config import StoreConfig, adhoc_store
+from daemon.core.errors import DreamdError
+from daemon.db import quick
+from daemon.service.holders import this_holder
+from daemon.service.pass_report import PassReport, fingerprint_of, model_unfinished
+from daemon.stores.paths import identity_text, open_roots
+from daemon.stores.scan import scan_store
+from daemon.stores.statcache import Seen
+
+if TYPE_CHECKING:
+    from daemon.service.context import App
+    from daemon.service.passes import Progress
+
+log = logs.get_logger("dreamd.pass")
+
+# What makes the lane give up: the whole pass meets it again, and says what it is in one line.
+STEP_ASIDE = (sqlite3.Error, DreamdError, OSError, ValueError)
+REASON = "store and due times unchanged"  # the pass.skipped event's reason, as the whole pass gives it
+_INT64 = 1 << 64  # an inode above 2**63 is stored as its two's complement (see repo.stat_cache)
+
+
+def pass_over(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False, progress: Progress | None = None) -> PassReport:
+    """One pass over ``store``: the no-op lane when it can vouch for a skip, else the whole pass."""
+    if not (dry_run or adopt_root):
+        report = skip_if_unchanged(app, store)
+        if report is not None:
+            return report
+    from daemon.service.passes import run_pass
+
+    return run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
+
+
+def pass_named(app: App, name: str | None, path: str | None, preset: str | None, *, dry_run: bool = False, adopt_root: bool = False,
+               progress: Progress | None = None) -> tuple[StoreConfig, PassReport]:  # fmt: skip
+    """The store ``dreamd pass`` names (``workspace.resolve_store``'s rules) and its pass:
+    the no-op lane when it can name the store and vouch for a skip, else the whole pass."""
+    if not (dry_run or adopt_root):
+        conn = quick.connect(app.db_url)
+        if conn is not None:
+            try:
+                store = _named(app, conn, name, path, preset)
+                report = _skipped(app, store, conn) if store is not None else None
+            except STEP_ASIDE:
+                report = None
+            finally:
+                conn.close()
+            if report is not None:
+                return store, report
+    from daemon.service.passes import run_pass
+    from daemon.service.workspace import resolve_store
+
+    if not dry_run:
+        app.migrate_existing()  # finding the store reads the database: at this code's schema
+    store = resolve_store(app, name, path, preset)
+    return store, run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
+
+
+def _named(app: App, conn: sqlite3.Connection, name: str | None, path: str | None, preset: str | None) -> StoreConfig | None:
+    """The store ``resolve_store`` finds, in the cases where it is sure to find it (a path
+    configured or registered, a configured name, the only configured store); else None."""
+    stores = app.config.stores
+    if path:
+        root = Path(path).expanduser().resolve()
+        store = next((s for s in stores.values() if s.root == root), None)
+        if store is None:
+            row = quick.store_at(conn, str(root))
+            store = None if row is None else stores.get(row[0]) or adhoc_store(row[1], row[2])
+        if store is not None and preset is not None and preset != store.preset:
+            return None  # the whole pass refuses it, and says why
+    elif name:
+        store = stores.get(name)
+    else:
+        store = next(iter(stores.values())) if len(stores) == 1 else None
+    return None if store is None else app.config.completed(store)
+
+
+def skip_if_unchanged(app: App, store: StoreConfig) -> PassReport | None:
+    """The recorded skipped pass, or None when the whole pass has to decide (nothing written)."""
+    conn = quick.connect(app.db_url)
+    if conn is None:
+        return None
+    try:
+        return _skipped(app, store, conn)
+    finally:
+        conn.close()
+
+
+def _skipped(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport | None:
+    if store.workspace is not None or store.settings.preset.records:
+        return None
+    try:
+        return _skip(app, store, conn)
+    except STEP_ASIDE as exc:
+        log.debug("noop.stepped_aside", store=store.name, error=f"{exc.__class__.__name__}: {exc}")
+        return None
+
+
+def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport | None:
+    now = app.clock()
+    looked = quick.look(conn, store.name)
+    if looked is None or looked.busy or looked.last_completed is None or not looked.first_at_root:
+        return None
+    if (looked.root, looked.preset) != (str(store.root), store.preset):
+        return None
+    if looked.waiting and (store.policy is not None or app.config.notify.command):
+        return None
+    _, root_hash, planner, due, stats = looked.last_completed
+    if (due is not None and now >= due) or model_unfinished(store, stats):
+        return None
+    roots = open_roots(store.root, store.settings.archive_root)
+    if identity_text(roots) != looked.root_identity:
+        return None
+    seen = {path: Seen(size, mtime, ino % _INT64, ctime, digest, scanned) for path, size, mtime, ino, ctime, digest, scanned in looked.stat_rows}
+    scan = scan_store(roots, store.settings, seen)
+    if scan.vouched != len(scan.files) + len(scan.archived) or scan.root_hash != root_hash:
+        return None
+    fingerprint = fingerprint_of(app, store)
+    if fingerprint != planner:
+        return None
+    report = PassReport(store.name, "skipped", scan.root_hash, skipped_files=list(scan.skipped), notes=len(scan.notes), at=now)
+    if store.policy is not None:
+        report.policy = _nothing_decided(store.policy)
+    pass_id = quick.record_skip(conn, looked, surface=app.surface, actor=app.actor, runner=this_holder(), now=now,
+                                root_hash=scan.root_hash, planner=fingerprint, stats=report.stats, reason=REASON)  # fmt: skip
+    if pass_id is None:
+        return None
+    report.pass_id = pass_id
+    where = log.bind(store=store.name, pass_id=pass_id)
+    for skipped in report.skipped_files:
+        where.info("file.skipped", path=skipped.path, reason=skipped.reason)
+    where.info("pass.skipped", **{k: v for k, v in report.stats.items() if k != "v"})
+    return report
+
+
+def _nothing_decided(policy_path: str) -> dict[str, object]:
+    """What the store's policy makes of no proposal at all (``PolicyOutcome.stats``): the
+    policy is still read, so a broken one fails this pass as it fails the whole one."""
+    from daemon.policies.load import load_policy
+    from daemon.service.deciding import PolicyOutcome
+
+    return PolicyOutcome(load_policy(policy_path).actor).stats()
