@@ -214,7 +214,8 @@ class _Walk:
                 rest.append(entry)
                 continue
             if vouches(seen, info, limit):
-                target[rel] = FileEntry(rel, seen.hash, seen.size, seen.mtime_ns, seen.ino, seen.ctime_ns, None, roots)
+                size, mtime_ns, ino, ctime_ns, digest, _ = seen
+                target[rel] = FileEntry(rel, digest, size, mtime_ns, ino, ctime_ns, None, roots)
             else:
                 rest.append(entry)
         return rest
