@@ -28,6 +28,10 @@ log = logs.get_logger("dreamd.daemon")
 
 MISFIRE_GRACE_S = 3600  # a run missed by up to an hour (busy, suspended) still happens, once
 TICK_S = 0.25  # how often the main thread looks at its flags; signals only set flags
+# While passes run, daemon.json and systemd's STATUS= are brought up to date by the main thread
+# at most this often: each is built from every store, so writing them at every pass's start
+# and end cost a round of passes over a thousand stores quadratic time.
+PUBLISH_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -57,6 +61,8 @@ class Daemon:
         self._stopping = False
         self._started = dt.datetime.now(dt.timezone.utc)
         self._next_beat = 0.0
+        self._changed = False  # a pass started or ended since the state was last published
+        self._next_publish = 0.0
         self.scheduler: Any = None
         serving = worker_command(str(options.config_path), options.db_url, options.debug, serve=(options.worker_passes, options.worker_mb))
         self.pool = WorkerPool(serving, idle_s=options.worker_idle_s)
@@ -118,8 +124,16 @@ class Daemon:
             if self._reload_requested:
                 self._reload_requested = False
                 self._reload()
+            self._publish_changes()
             self.pool.let_go_idle()
             time.sleep(TICK_S)
+
+    def _publish_changes(self) -> None:
+        """Publish what passes changed, once per PUBLISH_S at most."""
+        if self._changed and time.monotonic() >= self._next_publish:
+            self._changed = False
+            self._next_publish = time.monotonic() + PUBLISH_S
+            self._publish()
 
     def _beat(self) -> None:
         interval = self.notifier.watchdog_interval
@@ -222,7 +236,7 @@ class Daemon:
             config_text = self._config_text
         def started(worker: Worker) -> None:
             log.info("pass.started", store=name, worker_pid=worker.pid, worker_passes=worker.passes)
-            self._publish()
+            self._changed = True
 
         worker, result = self.pool.run(name, config_text, self._workers, self._lock, started, may_retry=lambda: not self._stopping)
         if result.died:  # it may have left its pass "running"
@@ -230,7 +244,7 @@ class Daemon:
         self._last[name] = _summary(result)
         log_method = log.info if result.code == 0 else log.error
         log_method("pass.finished", store=name, worker_pid=worker.pid, worker_passes=worker.passes, **self._last[name])
-        self._publish()
+        self._changed = True  # the main thread publishes it (see PUBLISH_S)
 
     def _record_death(self, result: WorkerResult) -> None:
         """A worker that died may have left its pass "running": a short worker closes it as
