@@ -9,7 +9,6 @@ through the same compare-and-swap and journal as ``dreamd apply``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from daemon.config import StoreConfig
@@ -20,22 +19,8 @@ from daemon.policies.load import load_policy
 from daemon.policies.model import HOLD, Counts, Decision, Facts
 from daemon.service.context import App
 from daemon.service import journal
+from daemon.service.pass_report import PolicyOutcome
 from daemon.service.review import decide, get_proposal, locate
-
-
-@dataclass
-class PolicyOutcome:
-    """What the policy decided in one pass, for the pass record."""
-
-    actor: str
-    decisions: dict[int, Decision] = field(default_factory=dict)
-    applied: list[int] = field(default_factory=list)
-    stale: list[int] = field(default_factory=list)
-
-    def stats(self) -> dict[str, Any]:
-        count = lambda d: sum(1 for x in self.decisions.values() if x.decision == d)  # noqa: E731
-        return {"actor": self.actor, "accepted": count("accept"), "rejected": count("reject"), "held": count("hold"),
-                "applied": len(self.applied), "stale": len(self.stale)}  # fmt: skip
 
 
 def load_facts(app: App, proposal_id: int) -> tuple[Any, Facts]:

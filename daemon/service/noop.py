@@ -32,7 +32,7 @@ from daemon.config import StoreConfig, adhoc_store
 from daemon.core.errors import DreamdError
 from daemon.db import quick
 from daemon.service.holders import this_holder
-from daemon.service.pass_report import PassReport, fingerprint_of, model_unfinished
+from daemon.service.pass_report import PassReport, PolicyOutcome, fingerprint_of, model_unfinished
 from daemon.stores.paths import identity_text, open_roots
 from daemon.stores.scan import scan_store
 from daemon.stores.statcache import Seen
@@ -166,6 +166,5 @@ def _nothing_decided(policy_path: str) -> dict[str, object]:
     """What the store's policy makes of no proposal at all (``PolicyOutcome.stats``): the
     policy is still read, so a broken one fails this pass as it fails the whole one."""
     from daemon.policies.load import load_policy
-    from daemon.service.deciding import PolicyOutcome
 
     return PolicyOutcome(load_policy(policy_path).actor).stats()

@@ -14,6 +14,7 @@ from daemon.config import StoreConfig
 from daemon.planners.versions import detectors_fingerprint
 
 if TYPE_CHECKING:
+    from daemon.policies.model import Decision
     from daemon.service.context import App
     from daemon.service.proposing import Planned
     from daemon.stores.scan import Skipped
@@ -29,6 +30,21 @@ class Outcome:
     state: str  # pending | refused | suppressed | duplicate; after the store's policy: accepted, rejected, applied, stale
     id: int | None = None
     note: str | None = None
+
+
+@dataclass
+class PolicyOutcome:
+    """What the store's policy decided in one pass, for the pass record (``PassReport.policy``)."""
+
+    actor: str
+    decisions: dict[int, Decision] = field(default_factory=dict)
+    applied: list[int] = field(default_factory=list)
+    stale: list[int] = field(default_factory=list)
+
+    def stats(self) -> dict[str, Any]:
+        count = lambda d: sum(1 for x in self.decisions.values() if x.decision == d)  # noqa: E731
+        return {"actor": self.actor, "accepted": count("accept"), "rejected": count("reject"), "held": count("hold"),
+                "applied": len(self.applied), "stale": len(self.stale)}  # fmt: skip
 
 
 @dataclass
