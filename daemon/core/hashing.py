@@ -34,9 +34,11 @@ class RunningRoot:
     def __init__(self, manifest: Mapping[str, str]) -> None:
         self._paths = sorted(manifest)
         self._entries = [_entry(path, manifest[path]) for path in self._paths]
+        self._digest: str | None = None  # kept until the next set(): an apply's root before is the last one's after
 
     def set(self, path: str, digest: str | None) -> None:
         """``path`` now holds ``digest`` (None: it is gone)."""
+        self._digest = None
         at = bisect.bisect_left(self._paths, path)
         present = at < len(self._paths) and self._paths[at] == path
         if digest is None:
@@ -49,7 +51,9 @@ class RunningRoot:
             self._entries.insert(at, _entry(path, digest))
 
     def digest(self) -> str:
-        return blake3.blake3(b"".join(self._entries)).hexdigest()
+        if self._digest is None:
+            self._digest = blake3.blake3(b"".join(self._entries)).hexdigest()
+        return self._digest
 
 
 def hash_text(text: str) -> str:

@@ -145,11 +145,12 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
         files, blobs = journal.proposal_bytes(conn, store_id, proposal_id, run.blobs)
     now = app.clock()
     roots = run.roots
-    if holds_result(files, journal.on_disk(roots, files)):
+    current = journal.on_disk(roots, files)  # one reading of the proposal's files for both questions
+    if holds_result(files, current):
         run.moved(None)
         return _found_applied(app, store, roots, store_id, proposal_id, files, blobs)
     pinned = _pinned_changes(store, files, blobs)
-    changed = journal.mismatches(roots, {p: base for p, (base, _) in files.items()})
+    changed = sorted(p for p, (base, _) in files.items() if current[p] != base)
     held = set(port.held_paths(roots, files))
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r and p in held]
     if changed and not pinned:
