@@ -26,7 +26,10 @@ from typing import Any
 from urllib.parse import quote
 
 HEAD_REVISION = "0009_blob_deltas"  # the newest migration; tests check it against Alembic
-BUSY_TIMEOUT_MS = 5000  # as db/engine.py's: a writer waits for the lock, then gives up
+# How long the lane waits for another writer: a second. Longer contention (a locked file, a
+# long transaction) is the whole pass's to wait out with its own timeout and report in one
+# line, so a locked database is not waited for twice.
+BUSY_TIMEOUT_MS = 1000
 WAITING = ("pending", "accepted")  # proposals a policy or a notify command would look at again
 
 

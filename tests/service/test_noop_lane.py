@@ -186,3 +186,23 @@ def test_a_named_store_is_the_one_resolve_store_finds(store, make_app, db_path):
     _passed(make_app(), store, db_path)
     found, report = noop.pass_named(make_app(), None, str(store.root / "."), None)
     assert (found.name, found.preset, report.status) == (store.name, "deepcode", "skipped")
+
+
+def test_a_database_another_writer_holds_is_left_to_the_whole_pass_after_a_second(store, make_app, db_path, clock):
+    """Another process holds the write lock: the lane waits about a second for it, not the
+    whole pass's five, then steps aside having written nothing (the whole pass waits and says so)."""
+    import time
+
+    _passed(make_app(), store, db_path)
+    clock.advance(hours=1)
+    before = _counts(db_path)
+    holder = sqlite3.connect(db_path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        assert noop.skip_if_unchanged(make_app(), store) is None
+        assert 0.9 <= time.monotonic() - started < 4
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert _counts(db_path) == before
