@@ -125,7 +125,9 @@ def test_resolve_json_names_what_was_restored_and_kept(example_store, make_app, 
 def _json_commands(group: click.Group, prefix: str = "") -> list[str]:
     """Every visible command (with its group's name) that has a ``--json`` option."""
     found = []
-    for name, command in sorted(group.commands.items()):
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # the group loads a command's module when asked for it
+        command = group.get_command(ctx, name)
         if command.hidden:
             continue
         if isinstance(command, click.Group):
