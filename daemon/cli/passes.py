@@ -73,12 +73,9 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
     """Cron mode: one line per store that needs review, one error line per failed store."""
     from daemon.core.errors import ConfigError, DreamdError
     from daemon.service.noop import pass_over
-    from daemon.service.status import store_status
 
     if not app.config.stores:
         raise ConfigError("--all needs stores in the config ([[stores]])", hint=f"give --config FILE, or add [[stores]] to {DEFAULT_CONFIG}")
-    if not dry_run:
-        app.migrate_existing()  # the status of each store is read: at this code's schema
     summary, said, failed, busy = [], [], 0, 0  # said: (line, to stderr), printed once the bar is gone
     stores = sorted(app.config.stores.items())
     with Bar("passing") as bar:
@@ -96,7 +93,7 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
             if report.model_failure:
                 failed += 1
                 said.append((f"{name}: LLM part incomplete: {report.model_failure}", True))
-            pending = report.count("pending") if dry_run else store_status(app, name)["proposals"].get("pending", 0)
+            pending = report.count("pending") if dry_run else _pending(app, name, report)
             summary.append({"store": name, "status": report.status, "new": report.count("pending"), "pending": pending, "busy": report.busy})
             if report.status == "busy" and not as_json:
                 said.append((f"{name}: skipped, {report.busy}", True))
@@ -109,6 +106,16 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
         emit_json(summary)
     if failed or busy:
         raise click.exceptions.Exit(11 if failed else 12)
+
+
+def _pending(app, name: str, report) -> int:  # noqa: ANN001
+    """The store's pending proposals after its pass: counted by the no-op lane, else read
+    (the whole pass opened, and migrated, the database before this)."""
+    if report.pending_after is not None:
+        return report.pending_after
+    from daemon.service.status import store_status
+
+    return store_status(app, name)["proposals"].get("pending", 0)
 
 
 COMMANDS = [pass_command]

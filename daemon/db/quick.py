@@ -45,6 +45,7 @@ class Looked:
     last_completed: tuple[int, str | None, str | None, dt.datetime | None, dict[str, Any] | None] | None  # id, root hash, planner, next due, stats
     busy: bool  # a pass running (or dead), a lease, an apply half-written: the whole pass sorts that out
     waiting: int  # pending and accepted proposals
+    pending: int  # of which pending (what `dreamd pass --all` tells of)
     seq: int  # the store's newest event
     stat_rows: list[tuple[str, int, int, int, int, str, int]]  # path, size, mtime_ns, ino, ctime_ns, hash, scanned_ns (see repo.stat_cache)
 
@@ -93,8 +94,9 @@ def look(conn: sqlite3.Connection, name: str) -> Looked | None:
         store_id, root = row[0], row[1]
         first = conn.execute("SELECT min(id) FROM stores WHERE root = ?", (root,)).fetchone()[0] == store_id
         stat_rows = conn.execute("SELECT path, size, mtime_ns, ino, ctime_ns, blob_hash, scanned_ns FROM stat_cache WHERE store_id = ?", (store_id,)).fetchall()
+        waiting, pending = _waiting(conn, store_id)
         return Looked(store_id, root, row[2], row[3], first, _last_completed(conn, store_id), _busy(conn, store_id),
-                      _waiting(conn, store_id), _seq(conn, store_id), stat_rows)  # fmt: skip
+                      waiting, pending, _seq(conn, store_id), stat_rows)  # fmt: skip
     finally:
         conn.execute("COMMIT")
 
@@ -109,7 +111,7 @@ def record_skip(conn: sqlite3.Connection, looked: Looked, *, surface: str, actor
         if (
             _last_completed(conn, looked.store_id) != last
             or _busy(conn, looked.store_id)
-            or _waiting(conn, looked.store_id) != looked.waiting
+            or _waiting(conn, looked.store_id) != (looked.waiting, looked.pending)
             or _seq(conn, looked.store_id) != looked.seq
         ):
             conn.execute("ROLLBACK")
@@ -153,8 +155,11 @@ def _busy(conn: sqlite3.Connection, store_id: int) -> bool:
     return bool(conn.execute(query, (store_id,)).fetchone()[0])
 
 
-def _waiting(conn: sqlite3.Connection, store_id: int) -> int:
-    return int(conn.execute("SELECT count(*) FROM proposals WHERE store_id = ? AND state IN (?, ?)", (store_id, *WAITING)).fetchone()[0])
+def _waiting(conn: sqlite3.Connection, store_id: int) -> tuple[int, int]:
+    """(pending and accepted, pending) proposals of the store."""
+    query = "SELECT count(*), coalesce(sum(state = 'pending'), 0) FROM proposals WHERE store_id = ? AND state IN (?, ?)"
+    waiting, pending = conn.execute(query, (store_id, *WAITING)).fetchone()
+    return int(waiting), int(pending)
 
 
 def _seq(conn: sqlite3.Connection, store_id: int) -> int:

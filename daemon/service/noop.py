@@ -154,7 +154,7 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport 
                                 root_hash=scan.root_hash, planner=fingerprint, stats=report.stats, reason=REASON)  # fmt: skip
     if pass_id is None:
         return None
-    report.pass_id = pass_id
+    report.pass_id, report.pending_after = pass_id, looked.pending
     where = log.bind(store=store.name, pass_id=pass_id)
     for skipped in report.skipped_files:
         where.info("file.skipped", path=skipped.path, reason=skipped.reason)

@@ -64,6 +64,7 @@ class PassReport:
     busy: str | None = None  # why the pass did not run: another process holds the store
     capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
     findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/findings.py)
+    pending_after: int | None = None  # the store's pending proposals once the pass ended, when it counted them (the no-op lane)
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)

@@ -54,6 +54,29 @@ def test_a_no_op_pass_the_stat_cache_vouches_for_imports_no_database_layer_or_st
         assert conn.execute("SELECT status FROM passes ORDER BY id").fetchall() == [("completed",), ("skipped",)]
 
 
+def test_pass_all_over_unchanged_stores_imports_no_database_layer_and_says_what_waits(example_store, db_url, db_path, tmp_path):
+    """``dreamd pass --all`` (the crontab form): once the stores are unchanged and every
+    cache row trusted, the lane counts what waits, so the line it prints for a store with
+    proposals pending is the whole pass's, and SQLAlchemy is never imported."""
+    import sqlite3
+
+    config = tmp_path / "config.toml"
+    config.write_text(f'[[stores]]\nname = "demo"\npath = "{example_store}"\npreset = "deepcode"\n')
+    env = {k: v for k, v in os.environ.items() if k not in ("DREAMD_CONFIG", "DREAMD_DB")}
+    args = [sys.executable, "-X", "importtime", "-m", "daemon", "--config", str(config), "--db", db_url, "pass", "--all"]
+    first = subprocess.run(args, capture_output=True, text=True, env=env, check=True, timeout=120)
+    with sqlite3.connect(db_path) as conn:
+        conn.execute("UPDATE stat_cache SET scanned_ns = max(mtime_ns, ctime_ns) + 60000000000")
+    again = subprocess.run(args, capture_output=True, text=True, env=env, check=True, timeout=120)
+    pending = first.stdout.split("demo: ", 1)[1].split(" ", 1)[0]  # "demo: N proposal(s) wait for review (N new): …"
+    assert int(pending) > 0 and f"({pending} new)" in first.stdout
+    assert again.stdout.strip() == f"demo: {pending} proposal(s) wait for review (0 new): dreamd proposals --store demo"
+    modules = set(_IMPORTED.findall(again.stderr))
+    assert sorted(m for m in modules if m.split(".")[0] in ("sqlalchemy", "alembic", "structlog")) == []
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT status FROM passes ORDER BY id").fetchall() == [("completed",), ("skipped",)]
+
+
 def test_the_fingerprint_known_without_the_detectors_is_theirs():
     """versions.DEFAULT_VERSIONS names the detectors DEFAULT_DETECTORS runs, in order, at their versions."""
     settings = DetectorSettings(near_threshold=0.9)
