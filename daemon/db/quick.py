@@ -78,9 +78,13 @@ def connect(url: str) -> sqlite3.Connection | None:
     return conn
 
 
-def store_at(conn: sqlite3.Connection, root: str) -> tuple[str, str, str] | None:
-    """(name, root, preset) of the store registered first at the folder ``root``, if any."""
-    row = conn.execute("SELECT name, root, preset FROM stores WHERE root = ? ORDER BY id LIMIT 1", (root,)).fetchone()
+def registered(conn: sqlite3.Connection, *, name: str | None = None, root: str | None = None) -> tuple[str, str, str] | None:
+    """(name, root, preset) of the store registered under ``name``, or first at the folder
+    ``root`` (as repo.find_store and repo.find_store_at), if any."""
+    if name is not None:
+        row = conn.execute("SELECT name, root, preset FROM stores WHERE name = ?", (name,)).fetchone()
+    else:
+        row = conn.execute("SELECT name, root, preset FROM stores WHERE root = ? ORDER BY id LIMIT 1", (root,)).fetchone()
     return None if row is None else (row[0], row[1], row[2])
 
 

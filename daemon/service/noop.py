@@ -24,14 +24,14 @@ it steps aside before writing anything, and the whole pass decides from scratch.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from daemon import logs
-from daemon.config import StoreConfig, adhoc_store
+from daemon.config import StoreConfig
 from daemon.core.errors import DreamdError
 from daemon.db import quick
 from daemon.service.holders import this_holder
+from daemon.service.naming import resolve
 from daemon.service.pass_report import PassReport, PolicyOutcome, fingerprint_of, model_unfinished
 from daemon.stores.paths import identity_text, open_roots
 from daemon.stores.scan import scan_store
@@ -62,15 +62,15 @@ def pass_over(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root
 
 def pass_named(app: App, name: str | None, path: str | None, preset: str | None, *, dry_run: bool = False, adopt_root: bool = False,
                progress: Progress | None = None) -> tuple[StoreConfig, PassReport]:  # fmt: skip
-    """The store ``dreamd pass`` names (``workspace.resolve_store``'s rules) and its pass:
-    the no-op lane when it can name the store and vouch for a skip, else the whole pass."""
+    """The store ``dreamd pass`` names (service/naming.py, as for every command) and its
+    pass: the no-op lane when it can vouch for a skip, else the whole pass."""
     if not (dry_run or adopt_root):
         conn = quick.connect(app.db_url)
         if conn is not None:
             try:
-                store = _named(app, conn, name, path, preset)
-                report = _skipped(app, store, conn) if store is not None else None
-            except STEP_ASIDE:
+                store = app.config.completed(resolve(app.config, name, path, preset, lambda **key: quick.registered(conn, **key)))
+                report = _skipped(app, store, conn)
+            except STEP_ASIDE:  # a store no one can name: the whole pass says why
                 report = None
             finally:
                 conn.close()
@@ -83,25 +83,6 @@ def pass_named(app: App, name: str | None, path: str | None, preset: str | None,
         app.migrate_existing()  # finding the store reads the database: at this code's schema
     store = resolve_store(app, name, path, preset)
     return store, run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
-
-
-def _named(app: App, conn: sqlite3.Connection, name: str | None, path: str | None, preset: str | None) -> StoreConfig | None:
-    """The store ``resolve_store`` finds, in the cases where it is sure to find it (a path
-    configured or registered, a configured name, the only configured store); else None."""
-    stores = app.config.stores
-    if path:
-        root = Path(path).expanduser().resolve()
-        store = next((s for s in stores.values() if s.root == root), None)
-        if store is None:
-            row = quick.store_at(conn, str(root))
-            store = None if row is None else stores.get(row[0]) or adhoc_store(row[1], row[2])
-        if store is not None and preset is not None and preset != store.preset:
-            return None  # the whole pass refuses it, and says why
-    elif name:
-        store = stores.get(name)
-    else:
-        store = next(iter(stores.values())) if len(stores) == 1 else None
-    return None if store is None else app.config.completed(store)
 
 
 def skip_if_unchanged(app: App, store: StoreConfig) -> PassReport | None:

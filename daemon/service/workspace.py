@@ -6,7 +6,6 @@ import shlex
 
 import datetime as dt
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection
@@ -17,6 +16,7 @@ from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.service.context import App
+from daemon.service.naming import resolve
 from daemon.stores import port
 from daemon.stores.paths import identity_text
 from daemon.stores.scan import ScanResult, scan_store
@@ -29,36 +29,8 @@ def resolve_store(app: App, name: str | None = None, path: str | None = None, pr
 
 
 def _resolve(app: App, name: str | None, path: str | None, preset: str | None) -> StoreConfig:
-    """The store a command means: ``--store PATH``, a configured name, or the only one.
-
-    A path means the same folder however it is written (relative, ``./``, a symlink, a
-    trailing slash): the configured store at that folder, else the store an earlier
-    command registered there (with its preset), else a new store under its absolute path.
-    A folder registered with another preset is refused: one folder, one store.
-    """
-    if path:
-        root = folder_of(path)
-        found = _configured_at(app, root) or _known(app, root=str(root))
-        if found is not None:
-            _same_preset(found, preset, path)
-            return found
-        return adhoc_store(root, preset or "generic")
-    if name:
-        if name in app.config.stores:
-            return app.config.stores[name]
-        root = folder_of(name)
-        found = _configured_at(app, root) or _known(app, name=name) or _known(app, root=str(root))
-        if found is not None:
-            return found
-        return app.config.store(name)  # raises the "no store named" error
-    if len(app.config.stores) == 1:
-        return next(iter(app.config.stores.values()))
-    raise ConfigError("which store? name one, or give --store PATH --preset NAME")
-
-
-def folder_of(path: str | Path) -> Path:
-    """A folder's one absolute name, however the user wrote it (symlinks resolved)."""
-    return Path(path).expanduser().resolve()
+    """The store a command means (service/naming.py), registered stores read from the database."""
+    return resolve(app.config, name, path, preset, lambda **key: _registered(app, **key))
 
 
 def store_name(app: App, given: str | None) -> str | None:
@@ -66,21 +38,8 @@ def store_name(app: App, given: str | None) -> str | None:
     return None if given is None else _resolve(app, given, None, None).name
 
 
-def _configured_at(app: App, root: Path) -> StoreConfig | None:
-    return next((s for s in app.config.stores.values() if s.root == root), None)
-
-
-def _same_preset(store: StoreConfig, preset: str | None, path: str) -> None:
-    if preset is not None and preset != store.preset:
-        raise ConfigError(
-            f"{path} is already the store {store.name!r}, with preset {store.preset!r}, not {preset!r}",
-            hint=f"leave out --preset, or use --preset {store.preset}; one folder is one store, with one layout",
-        )
-
-
-def _known(app: App, *, name: str | None = None, root: str | None = None) -> StoreConfig | None:
-    """A store an earlier command registered, by its name or its folder, with its preset's
-    defaults (a configured one with its config).
+def _registered(app: App, *, name: str | None = None, root: str | None = None) -> tuple[str, str, str] | None:
+    """(name, root, preset) of a store an earlier command registered, by its name or folder.
 
     Looked up read-only: naming a store must not create or touch the database (a dry
     run by name writes nothing, and a mistyped name creates no database).
@@ -93,9 +52,7 @@ def _known(app: App, *, name: str | None = None, root: str | None = None) -> Sto
             row = repo.find_store(conn, name) if name is not None else repo.find_store_at(conn, str(root))
     finally:
         engine.dispose()
-    if row is None:
-        return None
-    return app.config.stores.get(row.name) or adhoc_store(row.root, row.preset)
+    return None if row is None else (row.name, row.root, row.preset)
 
 
 def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime, *, adopt: bool = False) -> int:
