@@ -46,9 +46,8 @@ def vouches(seen: Seen, info: os.stat_result, limit: int) -> bool:
     """Whether ``seen`` stands for the file ``info`` describes, so that it need not be read:
     the same size, mtime, inode and ctime, a trusted row, and still a file a scan reads (one
     regular file with one name, within ``limit`` bytes)."""
-    size, mtime_ns, ino, ctime_ns, _, scanned_ns = seen
+    size, mtime_ns, ino, ctime_ns, _, _ = seen
     return (
         info.st_mtime_ns == mtime_ns and info.st_ctime_ns == ctime_ns and info.st_size == size and info.st_ino == ino
-        and max(mtime_ns, ctime_ns) < scanned_ns - RACY_NS  # seen.trusted(), spelled out: this runs for every file
-        and info.st_nlink == 1 and size <= limit and stat.S_ISREG(info.st_mode)
+        and seen.trusted() and info.st_nlink == 1 and size <= limit and stat.S_ISREG(info.st_mode)
     )  # fmt: skip
