@@ -47,13 +47,7 @@ class Planned:
 
 def make_proposal(draft: Draft, view: StoreView, now: dt.datetime) -> Planned:
     prepared = _prepare(draft, view, now)
-    if isinstance(prepared, Planned):
-        return prepared
-    try:
-        diff = unified_diff(prepared.change)
-    except DiffError as exc:
-        return _refused(prepared, exc)
-    return _finish(prepared, diff, view)
+    return prepared if isinstance(prepared, Planned) else _diffed_alone(prepared, view)
 
 
 @dataclass(frozen=True)
@@ -89,6 +83,15 @@ def _finish(built: _Built, diff: str, view: StoreView) -> Planned:
     except (DiffError, ValidationError) as exc:
         return _refused(built, exc)
     return Planned(built.draft, change, diff, key, PENDING)
+
+
+def _diffed_alone(built: _Built, view: StoreView) -> Planned:
+    """The proposal, its diff from a git process of its own."""
+    try:
+        diff = unified_diff(built.change)
+    except DiffError as exc:
+        return _refused(built, exc)
+    return _finish(built, diff, view)
 
 
 def _refused(built: _Built, exc: Exception) -> Planned:
@@ -131,10 +134,7 @@ def _finished(prepared: list[Planned | _Built], diffs: Future[dict[int, str]], v
         elif id(item) in made:
             yield _finish(item, made[id(item)], view)
         else:
-            try:
-                yield _finish(item, unified_diff(item.change), view)
-            except DiffError as exc:
-                yield _refused(item, exc)
+            yield _diffed_alone(item, view)
 
 
 def refused_planned(refusal: Any, view: StoreView) -> Planned:
