@@ -206,3 +206,15 @@ def test_a_database_another_writer_holds_is_left_to_the_whole_pass_after_a_secon
         holder.execute("ROLLBACK")
         holder.close()
     assert _counts(db_path) == before
+
+
+def test_a_dry_run_never_takes_the_lane_and_records_nothing(store, make_app, db_path, clock):
+    """On a store the lane would skip, a dry run still writes nothing at all: no skipped pass,
+    no event (the lane records one, so a dry run must never go through it)."""
+    _passed(make_app(), store, db_path)
+    clock.advance(hours=1)
+    before = _counts(db_path)
+    _, report = noop.pass_named(make_app(), None, str(store.root), None, dry_run=True)
+    assert (report.status, report.pass_id) == ("dry-run", None)
+    assert _counts(db_path) == before
+    assert noop.skip_if_unchanged(make_app(), store).status == "skipped"  # the lane would have taken it
