@@ -127,37 +127,46 @@ def _retire(draft: Draft, view: StoreView, now: dt.datetime, after: dict[str, by
 
 def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | None, dict[str, Any]]:
     """The index without the retired notes' entries and with the added ones, each in its
-    section, kept within the agent's load limit as far as shortening hooks can keep it."""
+    section, kept within the agent's load limit as far as shortening hooks can keep it.
+
+    The edit is made on the index's lines, and its bytes are the index's own bytes but for
+    the lines it changed (``Parsed.encode``): every proposal of a pass edits the same index.
+    """
     spec, note = view.index, view.index_note
     assert spec is not None and note is not None
     parsed = view.parsed_index
-    before = "".join(parsed.lines)
     drop = gone | set(draft.index_drop)
     lines = index.drop_lines(spec, parsed, drop) if drop else parsed.lines
     adds = [new_entry(view, p, _note_of(draft, view, p)) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
     if lines is parsed.lines and not adds and not draft.index_compact:
         return None, {}
-    base, shortened = "".join(lines), 0
+    shortened = 0
     limit = spec.limit
     widths = index.COMPACT_WIDTHS if draft.index_compact else ()
     for width in (None, *widths):
-        trial, cut = index.compact(spec, base, view.notes, width) if width is not None else (base, 0)
-        edited, shortened = index.add(spec, trial, adds), cut
-        if limit is None or limit.fits(edited):
+        if width is not None:
+            compacted, shortened = index.compact(spec, "".join(lines), view.notes, width)
+            trial = compacted.splitlines(keepends=True)
+        else:
+            trial = lines
+        edited = index.add_lines(spec, trial, adds)
+        text = "".join(edited)
+        if limit is None or limit.fits(text):
             break
-        bare = index.add(spec, trial, adds, hooks=False)  # new entries without their hooks: nothing lost
-        if adds and limit.fits(bare):
-            edited = bare
+        bare = index.add_lines(spec, trial, adds, hooks=False)  # new entries without their hooks: nothing lost
+        if adds and limit.fits(bare_text := "".join(bare)):
+            edited, text = bare, bare_text
             break
-    if edited == before:
+    if text == parsed.text:
         return None, {}
-    return edited.encode("utf-8"), _index_facts(spec, view, before, edited, drop, adds, shortened)
+    return parsed.encode(edited), _index_facts(spec, view, text, drop, adds, shortened)
 
 
-def _index_facts(spec: index.IndexSpec, view: StoreView, before: str, after: str, dropped: set[str], added: list[index.NewEntry], shortened: int) -> dict[str, Any]:
+def _index_facts(spec: index.IndexSpec, view: StoreView, after: str, dropped: set[str], added: list[index.NewEntry], shortened: int) -> dict[str, Any]:
     """The index against its load limit before and after the change. Only the loaded part of
-    the new text is parsed, and the old index's figures come from the view: an index can be
-    far longer than what the agent loads, and every proposal of a pass edits it."""
+    the new text is parsed, and not even that when it is the old loaded part (the edit was
+    below it); the old index's figures come from the view: an index can be far longer than
+    what the agent loads, and every proposal of a pass edits it."""
     limit = spec.limit
     if limit is None:
         return {"hooks_shortened": shortened}
@@ -165,7 +174,8 @@ def _index_facts(spec: index.IndexSpec, view: StoreView, before: str, after: str
     if limit.fits(after) and view.index_fits:
         return facts
     listed, seen_before = view.listed_paths, view.index_seen
-    seen_after = index.seen(spec, after, view.notes)
+    part = index.loaded(spec, after)
+    seen_after = seen_before if part == view.index_loaded else {e.path for e in index.entries(spec, part, view.notes)}
     kept = listed - dropped if dropped else listed
     new = {e.path for e in added} - listed
     unloaded_after = len(kept) - len(kept & seen_after) + len(new - seen_after)

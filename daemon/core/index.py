@@ -15,6 +15,8 @@ section their note belongs to (``sections``), else at the end, and are never cut
 from __future__ import annotations
 
 import functools
+import itertools
+import operator
 import posixpath
 import re
 from collections.abc import Iterable
@@ -159,20 +161,75 @@ def entries(spec: IndexSpec, text: str, notes: Iterable[str]) -> list[Entry]:
 
 @dataclass(frozen=True)
 class Parsed:
-    """An index split into lines and parsed, with its entries by path and by line."""
+    """An index split into lines and parsed, with its entries by path and by line.
+
+    ``data``: the bytes the lines decode from exactly (None when they do not: invalid UTF-8
+    was replaced), so that an edit keeps the bytes of every line it leaves alone.
+    """
 
     lines: list[str]
     by_path: dict[str, list[Entry]]
     by_line: dict[int, list[Entry]]
+    data: bytes | None = None
 
     @classmethod
-    def of(cls, spec: IndexSpec, text: str, notes: Iterable[str]) -> Parsed:
+    def of(cls, spec: IndexSpec, text: str, notes: Iterable[str], data: bytes | None = None) -> Parsed:
         by_path: dict[str, list[Entry]] = {}
         by_line: dict[int, list[Entry]] = {}
         for entry in entries(spec, text, notes):
             by_path.setdefault(entry.path, []).append(entry)
             by_line.setdefault(entry.line, []).append(entry)
-        return cls(text.splitlines(keepends=True), by_path, by_line)
+        return cls(text.splitlines(keepends=True), by_path, by_line, data)
+
+    @functools.cached_property
+    def text(self) -> str:
+        return "".join(self.lines)
+
+    @functools.cached_property
+    def _starts(self) -> list[int]:
+        """Byte offset of each line in ``data``, and of its end."""
+        return [0, *itertools.accumulate(len(line.encode("utf-8")) for line in self.lines)]
+
+    @functools.cached_property
+    def _ids(self) -> frozenset[int]:
+        return frozenset(map(id, self.lines))
+
+    def encode(self, lines: list[str]) -> bytes:
+        """``"".join(lines).encode("utf-8")`` for ``lines`` edited from these: runs of the same
+        line objects are sliced from ``data`` and only other lines are encoded. An index can be
+        a megabyte that every proposal of a pass edits by a line or two; encoding it whole
+        cost more than the edit. Every piece is either an unbroken run of these very lines
+        or encoded, so the bytes are right however the lines were edited."""
+        if self.data is None:
+            return "".join(lines).encode("utf-8")
+        original, starts, known = self.lines, self._starts, self._ids
+        out: list[bytes] = []
+        i = j = 0
+        while j < len(lines):
+            run = _same_run(lines, j, original, i)
+            if run:
+                out.append(self.data[starts[i] : starts[i + run]])
+                i, j = i + run, j + run
+            elif i < len(original) and id(lines[j]) in known:
+                i += 1  # original line i was dropped
+            else:
+                out.append(lines[j].encode("utf-8"))
+                j += 1
+        return b"".join(out)
+
+
+def _same_run(a: list[str], i: int, b: list[str], j: int) -> int:
+    """How many items from ``a[i]`` on are the very objects from ``b[j]`` on (compared in C,
+    in growing chunks, so a long run costs no Python loop and a short one no long slice)."""
+    run, step = 0, 16
+    end = min(len(a) - i, len(b) - j)
+    while run < end:
+        chunk = list(map(operator.is_, a[i + run : i + run + step], b[j + run : j + run + step]))
+        try:
+            return run + chunk.index(False)
+        except ValueError:
+            run, step = run + len(chunk), step * 4
+    return run
 
 
 def drop(spec: IndexSpec, text: str, paths: set[str], notes: Iterable[str]) -> str:
@@ -268,8 +325,15 @@ def add(spec: IndexSpec, text: str, items: list[NewEntry], *, hooks: bool = True
     """``text`` with one entry line per item, each in its section (else at the end)."""
     if not items:
         return text
-    newline = "\r\n" if "\r\n" in text else "\n"
-    lines = text.splitlines(keepends=True)
+    return "".join(add_lines(spec, text.splitlines(keepends=True), items, hooks=hooks))
+
+
+def add_lines(spec: IndexSpec, lines: list[str], items: list[NewEntry], *, hooks: bool = True) -> list[str]:
+    """``add`` on an index split into lines (a new list; ``lines`` is left as it is)."""
+    if not items:
+        return lines
+    newline = "\r\n" if any(line.endswith("\r\n") for line in lines) else "\n"
+    lines = list(lines)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += newline
     at_end: list[str] = []
@@ -280,7 +344,7 @@ def add(spec: IndexSpec, text: str, items: list[NewEntry], *, hooks: bool = True
             at_end.append(line)
         else:
             lines.insert(where, line)
-    return "".join(lines + at_end)
+    return lines + at_end
 
 
 def fitting(spec: IndexSpec, text: str, items: list[NewEntry]) -> tuple[list[NewEntry], list[NewEntry]]:
@@ -320,10 +384,15 @@ def _section_end(spec: IndexSpec, lines: list[str], section: str | None) -> int 
 
 def seen(spec: IndexSpec, text: str, notes: Iterable[str]) -> set[str]:
     """Notes with an entry on a line of ``text`` the agent loads whole (only that part is parsed)."""
+    return {entry.path for entry in entries(spec, loaded(spec, text), notes)}
+
+
+def loaded(spec: IndexSpec, text: str) -> str:
+    """The lines of ``text`` the agent loads whole, from the start."""
     assert spec.limit is not None
     _, stop, _ = spec.limit.span(text)
     whole = stop if stop >= len(text) or text[stop] == "\n" else text.rfind("\n", 0, stop) + 1
-    return {entry.path for entry in entries(spec, text[:whole], notes)}
+    return text[:whole]
 
 
 def unseen(spec: IndexSpec, text: str, notes: Iterable[str], every: set[str] | None = None) -> set[str]:

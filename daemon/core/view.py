@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from daemon.core.globs import matches
-from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed, seen, task_id
+from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, Parsed, loaded, seen, task_id
 from daemon.core.links import Names, Reference, find
 from daemon.core.notes import Note
 from daemon.core.reader import IN_PLACE, MARKDOWN, PLAIN, TASK_ID, ReaderModel
@@ -70,7 +70,10 @@ class StoreView:
         note = self.index_note
         if self.index is None or note is None:
             return Parsed([], {}, {})
-        return Parsed.of(self.index, note.data.decode("utf-8", errors="replace"), self.notes)
+        try:
+            return Parsed.of(self.index, note.data.decode("utf-8"), self.notes, note.data)
+        except UnicodeDecodeError:
+            return Parsed.of(self.index, note.data.decode("utf-8", errors="replace"), self.notes)
 
     @cached_property
     def listed_paths(self) -> frozenset[str]:
@@ -81,14 +84,21 @@ class StoreView:
     def index_fits(self) -> bool:
         """Whether the agent loads the whole index (True when it has no limit)."""
         limit = self.index.limit if self.index else None
-        return limit is None or limit.fits("".join(self.parsed_index.lines))
+        return limit is None or limit.fits(self.parsed_index.text)
 
     @cached_property
     def index_seen(self) -> frozenset[str]:
         """Notes whose index entry the agent loads (every listed one when it has no limit)."""
         if self.index is None or self.index.limit is None or self.index_fits:
             return self.listed_paths
-        return frozenset(seen(self.index, "".join(self.parsed_index.lines), self.notes))
+        return frozenset(seen(self.index, self.parsed_index.text, self.notes))
+
+    @cached_property
+    def index_loaded(self) -> str:
+        """The lines of the index its agent loads whole (all of it when it has no limit)."""
+        if self.index is None or self.index.limit is None:
+            return self.parsed_index.text
+        return loaded(self.index, self.parsed_index.text)
 
     def listed(self) -> dict[str, list[int]]:
         """Index entries: note path -> index line numbers."""

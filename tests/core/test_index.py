@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, NewEntry, add, drop, entries
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, NewEntry, Parsed, add, drop, entries
 
 MEMORY = IndexSpec("MEMORY.md", LINKS)
 TEXT = "# Memory\n\nSome prose.\n- [A](a.md) — first\n- [B](sub/b.md) — second\n|topic: [c](c.md) (12), [d](d.md) (40)\n"
@@ -56,3 +59,53 @@ def test_cline_task_id_ranges_name_their_file():
     spec = IndexSpec("tasks/_index.md", CLINE_TASKS)
     notes = ["tasks/LATER/TASK052-054-benchmarks.md"]
     assert [e.path for e in entries(spec, "- [TASK052..054] Benchmarks\n- [TASK052-054] Again\n", notes)] == notes * 2
+
+
+# Parsed.encode: an edit's bytes are the index's own bytes but for the lines it changed --------
+
+_LINE = st.sampled_from(["\n", "- [A](a.md) — é\n", "# Ünïcode heading\n", "\r\n", "x\x0by\n", "tail without newline", "- [B](b.md)\n"])
+_EDIT = st.tuples(st.sampled_from(["drop", "replace", "insert", "append", "new-blank"]), st.integers(0, 40))
+
+
+def _edited(lines: list[str], edits: list[tuple[str, int]]) -> list[str]:
+    out = list(lines)
+    for op, at in edits:
+        at = at % (len(out) + 1)
+        if op == "drop" and out:
+            del out[min(at, len(out) - 1)]
+        elif op == "replace" and out:
+            out[min(at, len(out) - 1)] = f"- [new {at}](n{at}.md) — ✓\n"
+        elif op == "insert":
+            out.insert(at, out[at - 1] if at and out else "\n")  # an object of the index, out of place
+        elif op == "append":
+            out.append(f"- [end {at}](e{at}.md)\n")
+        else:
+            out.insert(at, "\n")  # the one cached "\n" object, which the index holds too
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINE, max_size=40), st.lists(_EDIT, max_size=8))
+def test_encode_is_the_join_encoded_for_any_edit(pieces: list[str], edits: list[tuple[str, int]]):
+    """However lines are dropped, replaced, inserted or reordered, the spliced bytes are
+    exactly the edited text encoded (pieces are sliced only over unbroken runs)."""
+    text = "".join(pieces)
+    parsed = Parsed.of(MEMORY, text, [], text.encode("utf-8"))
+    lines = _edited(parsed.lines, edits)
+    assert parsed.encode(lines) == "".join(lines).encode("utf-8")
+
+
+def test_encode_slices_untouched_lines_from_the_bytes_it_was_given():
+    """The untouched lines are the index's bytes, not the text encoded again: the bytes
+    given are what is sliced (here marked so the two can be told apart)."""
+    text = "# M\n- [A](a.md)\n- [B](b.md)\n- [C](c.md)\n"
+    marked = text.replace("C", "Z").encode("utf-8")  # same lengths: the slices can be told apart
+    parsed = Parsed.of(MEMORY, text, [], marked)
+    lines = [line for line in parsed.lines if "(b.md)" not in line]
+    assert parsed.encode(lines) == b"# M\n- [A](a.md)\n- [Z](c.md)\n"
+
+
+def test_an_index_that_is_not_utf8_is_encoded_from_its_text():
+    """With no exact bytes (invalid UTF-8 was replaced), the text is encoded, as before."""
+    parsed = Parsed.of(MEMORY, "# M\n- [A](a.md)\n", [])
+    assert parsed.encode(parsed.lines[:1]) == b"# M\n"
