@@ -6,10 +6,12 @@ gives exactly the result bytes, so what a reviewer reads is what apply writes.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
 from daemon.core.errors import DiffError
+from daemon.core.lines import line_ends
 
 
 def strip_prefix(name: str) -> str | None:
@@ -49,15 +51,35 @@ def _line_end(data: bytes, offset: int) -> int:
 
 def _advance(source: bytes, offset: int, count: int) -> int:
     """The offset ``count`` lines past ``offset`` (the last line may lack its ``\n``); a
-    DiffError past the end. One split in C, not a loop over the lines of a large file."""
+    DiffError past the end."""
     if count == 0:
         return offset
+    return _advance_by_ends(source, offset, count) if len(source) >= LARGE else _advance_by_split(source, offset, count)
+
+
+def _advance_by_split(source: bytes, offset: int, count: int) -> int:
+    """``_advance`` by one split in C, not a loop over the lines."""
     parts = (source if offset == 0 else source[offset:]).split(b"\n", count)
     if len(parts) == count + 1:
         return len(source) - len(parts[-1])
     if len(parts) == count and parts[-1]:
         return len(source)
     raise DiffError("hunk beyond the end of the file")
+
+
+def _advance_by_ends(source: bytes, offset: int, count: int) -> int:
+    """``_advance`` by a lookup in the file's line ends, found once per file: every proposal
+    of a pass checks a diff of the same large index, which a split would copy each time."""
+    ends = line_ends(source)
+    first = bisect.bisect_right(ends, offset)  # ends[first] ends the line holding ``offset``
+    if first + count <= len(ends):
+        return ends[first + count - 1]
+    if first + count - 1 == len(ends) and (ends[-1] if count >= 2 else offset) < len(source):
+        return len(source)  # the last line, which lacks its \n
+    raise DiffError("hunk beyond the end of the file")
+
+
+LARGE = 64 * 1024  # bytes: a file whose line ends are worth finding once
 
 
 def _bare(line: bytes) -> bytes:

@@ -17,12 +17,14 @@ afterwards to rebuild the exact result bytes.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import hashlib
 import re
 from dataclasses import dataclass
 
 from daemon.core.affixes import common_prefix, common_suffix
+from daemon.core.lines import newlines_before
 
 MIN_BYTES = 64 * 1024  # smaller files are diffed whole: the window saves nothing there
 MARGIN = 200  # lines
@@ -63,7 +65,7 @@ def window(before: bytes, after: bytes, margin: int = MARGIN) -> Window | None:
     if top == 0 and cut == 0:
         return None
     heading = _heading_above(before, top)
-    return Window(before.count(b"\n", 0, top), before[top:end], after[top : len(after) - cut], before, after, heading)
+    return Window(newlines_before(before, top), before[top:end], after[top : len(after) - cut], before, after, heading)
 
 
 def _line_start(data: bytes, offset: int) -> int:
@@ -76,14 +78,20 @@ _HEADING_START = re.compile(rb"\n[A-Za-z_$]")  # a literal first: the regex engi
 
 def _heading_above(data: bytes, top: int) -> str:
     """The last line above ``top`` that git would show as a section heading, as shown."""
-    start = None
-    for found in _HEADING_START.finditer(data, 0, top):
-        start = found.start() + 1
+    starts = _heading_starts(data)
+    before = bisect.bisect_left(starts, top)  # a heading's line must start above ``top``
+    start = starts[before - 1] if before else None
     if start is None and top and _heading(data[:1]):
         start = 0  # the first line has no newline before it
     if start is None:
         return ""
     return _heading(data[start : data.find(b"\n", start)])
+
+
+@functools.lru_cache(maxsize=4)  # the old side of every proposal's index edit is the same bytes
+def _heading_starts(data: bytes) -> list[int]:
+    """Where each line that could be a heading starts (after the first line)."""
+    return [found.start() + 1 for found in _HEADING_START.finditer(data)]
 
 
 def _heading(line: bytes) -> str:

@@ -123,3 +123,23 @@ def test_running_root_is_the_root_hash_of_the_manifest_it_follows():
         running.set(path, digest)
         assert running.digest() == root_hash(manifest)
     assert RunningRoot({}).digest() == root_hash({})
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from([b"", b"a", b"line of text", b"\xc3\xa9"]), min_size=0, max_size=30), st.booleans(), st.integers(0, 40), st.integers(0, 40))
+def test_advancing_by_line_ends_is_advancing_by_split(lines: list[bytes], newline_at_end: bool, start: int, count: int):
+    """A large file's lines are found by a lookup in its line ends; it answers exactly as the
+    split does, at the end of the file and past it included."""
+    from daemon.core import patch
+
+    source = b"\n".join(lines) + (b"\n" if newline_at_end and lines else b"")
+    offsets = [0] + [i + 1 for i, byte in enumerate(source) if byte == 10]
+    offset = offsets[start % len(offsets)]
+
+    def answer(advance):  # noqa: ANN001, ANN202
+        try:
+            return advance(source, offset, count)
+        except DiffError:
+            return "beyond"
+
+    assert count == 0 or answer(patch._advance_by_ends) == answer(patch._advance_by_split)
