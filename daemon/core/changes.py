@@ -143,9 +143,11 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
     shortened = 0
     limit = spec.limit
     widths = index.COMPACT_WIDTHS if draft.index_compact else ()
+    dropped = (parsed if lines is parsed.lines else index.Parsed.of(spec, "".join(lines), view.notes)) if widths else None
     for width in (None, *widths):
         if width is not None:
-            compacted, shortened = index.compact(spec, "".join(lines), view.notes, width)
+            assert dropped is not None
+            compacted, shortened = index.compact(spec, dropped.text, view.notes, width, dropped)
             trial = compacted.splitlines(keepends=True)
         else:
             trial = lines

@@ -111,6 +111,7 @@ class IndexSpec:
     lists: str | None = None  # glob of the notes it should list; None: every note the agent lists
 
 
+@functools.lru_cache(maxsize=16384)  # an index is parsed again after each edit, with the same links
 def _resolve(index_path: str, target: str) -> str | None:
     """Store-relative path of a link target, or None when it leaves the store."""
     target = unquote(target.strip())
@@ -407,11 +408,12 @@ def unseen(spec: IndexSpec, text: str, notes: Iterable[str], every: set[str] | N
 COMPACT_WIDTHS = (120, 90, 60, 0)  # entry line lengths tried, in turn, to fit a load limit
 
 
-def compact(spec: IndexSpec, text: str, notes: Iterable[str], width: int) -> tuple[str, int]:
+def compact(spec: IndexSpec, text: str, notes: Iterable[str], width: int, parsed: Parsed | None = None) -> tuple[str, int]:
     """``text`` with every entry line longer than ``width`` shortened after its entry, at a
     word boundary (``width`` 0: down to the entry itself), and runs of blank lines made one.
-    Returns the text and how many entry lines were shortened; no entry is lost."""
-    parsed = Parsed.of(spec, text, notes)
+    Returns the text and how many entry lines were shortened; no entry is lost. ``parsed``:
+    ``text`` parsed already (each width tried parses the same text)."""
+    parsed = parsed if parsed is not None else Parsed.of(spec, text, notes)
     out: list[str] = []
     shortened = 0
     for number, line in enumerate(parsed.lines, 1):

@@ -12,7 +12,7 @@ reads, so the proposal is lossy and waits for a person.
 
 from __future__ import annotations
 
-from daemon.core.index import COMPACT_WIDTHS, compact, entries, unseen
+from daemon.core.index import COMPACT_WIDTHS, compact, unseen
 from daemon.core.proposals import REINDEX, Draft
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import quote
@@ -28,15 +28,15 @@ class IndexLimit:
         spec = view.index
         if note is None or spec is None or spec.limit is None:
             return []
-        text = note.data.decode("utf-8", errors="replace")
+        text = view.parsed_index.text
         if spec.limit.fits(text):
             return []
         hidden = unseen(spec, text, view.notes, set(view.listed_paths))
-        tightest, _ = compact(spec, text, view.notes, COMPACT_WIDTHS[-1])
+        tightest, _ = compact(spec, text, view.notes, COMPACT_WIDTHS[-1], view.parsed_index)
         if len(unseen(spec, tightest, view.notes, set(view.listed_paths))) >= len(hidden):
             return []  # shortening cannot bring back a single entry
         lines = text.count("\n") + (0 if text.endswith("\n") else 1)
-        first_cut = min((e.line for e in entries(spec, text, view.notes) if e.path in hidden), default=lines)
+        first_cut = min((e.line for path in hidden for e in view.parsed_index.by_path.get(path, ())), default=lines)
         return [
             Draft(
                 kind=REINDEX,
