@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -32,8 +33,7 @@ class Shingler:
 
     def __call__(self, text: str) -> np.ndarray:
         words = text.split()
-        for word in set(words).difference(self._words):
-            self._words[word] = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        self._learn(words)
         hashes = np.fromiter(map(self._words.__getitem__, words), dtype=np.uint64, count=len(words))
         width = min(self.size, len(words))  # a text shorter than one shingle is one shingle
         count = len(words) - width + 1 if words else 0
@@ -43,6 +43,47 @@ class Shingler:
             shingles += hashes[j : j + count]
         unique: np.ndarray = np.unique(shingles)
         return unique
+
+    def many(self, texts: Iterable[str], chunk: int = 2000) -> list[np.ndarray]:
+        """``[self(t) for t in texts]``, the same arrays, with the hashing and the shingles of
+        ``chunk`` texts at a time computed over all their words at once: per text, only the
+        split and the final sort are left (a store's notes are many short texts)."""
+        out: list[np.ndarray] = []
+        for batch in _batches(texts, chunk):
+            out += self._batch([text.split() for text in batch])
+        return out
+
+    def _batch(self, word_lists: list[list[str]]) -> list[np.ndarray]:
+        for words in word_lists:
+            self._learn(words)
+        lengths = [len(words) for words in word_lists]
+        total = sum(lengths)
+        hashes = np.fromiter(map(self._words.__getitem__, itertools.chain.from_iterable(word_lists)), dtype=np.uint64, count=total)
+        count = max(total - self.size + 1, 0)
+        rolling = np.zeros(count, dtype=np.uint64)  # the shingle starting at every word of the batch
+        for j in range(self.size if count else 0):
+            rolling *= _POLY
+            rolling += hashes[j : j + count]
+        out: list[np.ndarray] = []
+        start = 0
+        for words, length in zip(word_lists, lengths, strict=True):
+            if length >= self.size:  # only the shingles that start and end inside this text
+                out.append(np.unique(rolling[start : start + length - self.size + 1]))
+            else:
+                out.append(self(" ".join(words)))  # shorter than one shingle: one shingle of it all
+            start += length
+        return out
+
+    def _learn(self, words: list[str]) -> None:
+        for word in set(words).difference(self._words):
+            self._words[word] = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def _batches(items: Iterable[str], size: int) -> Iterator[tuple[str, ...]]:
+    """Tuples of ``size`` items in order, the last one shorter (``itertools.batched``, new in 3.12)."""
+    found = iter(items)
+    while batch := tuple(itertools.islice(found, size)):
+        yield batch
 
 
 class MinHasher:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from daemon.planners.minhash import MinHasher, Shingler, jaccard, lsh_pairs
 
@@ -43,3 +45,14 @@ def test_lsh_pairs_only_equal_bands():
     """Rows agreeing on a whole band pair up; rows agreeing nowhere do not."""
     signatures = np.array([[1, 2, 3, 4], [1, 2, 9, 9], [7, 7, 7, 7]], dtype=np.uint64)
     assert lsh_pairs(signatures, bands=2, rows=2) == {(0, 1)}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "dé", "e", "f"]), max_size=12).map(" ".join), max_size=12), st.integers(1, 5), st.integers(1, 4))
+def test_shingles_of_many_texts_are_each_texts_own(texts: list[str], size: int, chunk: int):
+    """Batched shingling gives every text exactly the array it gets alone, texts shorter
+    than a shingle, empty ones and batch edges included."""
+    together = Shingler(size).many(texts, chunk=chunk)
+    alone = [Shingler(size)(text) for text in texts]
+    assert len(together) == len(alone)
+    assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(together, alone, strict=True))

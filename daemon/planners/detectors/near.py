@@ -37,7 +37,7 @@ class NearDuplicates:
         """Drafts plus how many exact comparisons they took (for tests and benchmarks)."""
         notes = _candidates(ctx)
         shingle = Shingler(ctx.settings.shingle_size)
-        shingles = [shingle(n.normalised_body) for n in notes]
+        shingles = shingle.many(n.normalised_body for n in notes)
         found, stats = similar_pairs(shingles, ctx.settings)
         position = {n.path: i for i, n in enumerate(notes)}
         drafts: list[Draft] = []
