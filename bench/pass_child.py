@@ -81,7 +81,7 @@ def instrument() -> Timers:
     timers.wrap(proposing, "_prepare", "proposals")  # proposals are built one after another
     timers.wrap(proposing, "_finish", "proposals")
     timers.wrap(passes, "_record_snapshot", "db_snapshot")
-    timers.wrap(passes, "_store_proposal", "db_proposals")
+    timers.wrap(passes, "store_planned", "db_proposals")
     for name in ("build", "unified_diffs", "verify", "key_of"):
         timers.wrap(proposing, name, name)
     return timers

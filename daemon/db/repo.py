@@ -310,13 +310,24 @@ def passes(conn: Connection, store_id: int, limit: int = 50) -> list[Any]:
 
 
 def add_proposal(conn: Connection, store_id: int, values: Mapping[str, Any], files: Mapping[str, tuple[str | None, str | None]]) -> int:
-    proposal_id = int(conn.execute(insert(t.proposals).values(store_id=store_id, **values)).inserted_primary_key[0])
-    if files:
-        conn.execute(
-            insert(t.proposal_files),
-            [{"proposal_id": proposal_id, "path": p, "base_hash": b, "result_hash": r} for p, (b, r) in files.items()],
-        )
+    proposal_id = insert_proposal(conn, store_id, values)
+    add_proposal_files(conn, proposal_file_rows(proposal_id, files))
     return proposal_id
+
+
+def insert_proposal(conn: Connection, store_id: int, values: Mapping[str, Any]) -> int:
+    """A proposal's row alone; its files follow (``add_proposal_files``), in the same transaction."""
+    return int(conn.execute(insert(t.proposals).values(store_id=store_id, **values)).inserted_primary_key[0])
+
+
+def proposal_file_rows(proposal_id: int, files: Mapping[str, tuple[str | None, str | None]]) -> list[dict[str, Any]]:
+    return [{"proposal_id": proposal_id, "path": p, "base_hash": b, "result_hash": r} for p, (b, r) in files.items()]
+
+
+def add_proposal_files(conn: Connection, rows: list[dict[str, Any]]) -> None:
+    """The files of one or many proposals, in one statement."""
+    if rows:
+        conn.execute(insert(t.proposal_files), rows)
 
 
 def proposal_store(conn: Connection, proposal_id: int) -> int | None:
@@ -355,16 +366,6 @@ def list_proposals(conn: Connection, store_id: int, states: Iterable[str] | None
     return list(conn.execute(query.order_by(t.proposals.c.id)))
 
 
-def open_proposal_with_key(conn: Connection, store_id: int, key: str) -> int | None:
-    return conn.scalar(
-        select(t.proposals.c.id).where(
-            t.proposals.c.store_id == store_id,
-            t.proposals.c.change_key == key,
-            t.proposals.c.state.in_(["pending", "accepted"]),
-        )
-    )
-
-
 def states_of(conn: Connection, store_id: int, proposal_ids: list[int]) -> dict[int, tuple[str, str | None]]:
     """Each proposal's state and state reason now (ids in chunks, one query each)."""
     found: dict[int, tuple[str, str | None]] = {}
@@ -376,10 +377,25 @@ def states_of(conn: Connection, store_id: int, proposal_ids: list[int]) -> dict[
     return found
 
 
-def latest_with_key(conn: Connection, store_id: int, key: str, state: str) -> Any:
-    """The newest proposal of a change key in ``state``, if any."""
-    query = select(t.proposals).where(t.proposals.c.store_id == store_id, t.proposals.c.change_key == key, t.proposals.c.state == state)
-    return conn.execute(query.order_by(t.proposals.c.id.desc()).limit(1)).first()
+def open_proposals_with_keys(conn: Connection, store_id: int, keys: list[str]) -> dict[str, int]:
+    """Change key -> a proposal of it still open (pending or accepted), for the keys that have one."""
+    found: dict[str, int] = {}
+    for i in range(0, len(keys), 500):
+        query = select(t.proposals.c.change_key, t.proposals.c.id).where(
+            t.proposals.c.store_id == store_id, t.proposals.c.change_key.in_(keys[i : i + 500]), t.proposals.c.state.in_(["pending", "accepted"])
+        )
+        for row in conn.execute(query.order_by(t.proposals.c.id)):
+            found.setdefault(row.change_key, row.id)
+    return found
+
+
+def latest_with_keys(conn: Connection, store_id: int, keys: list[str], state: str) -> dict[str, Any]:
+    """Change key -> its newest proposal in ``state``, for the keys that have one."""
+    found: dict[str, Any] = {}
+    for i in range(0, len(keys), 500):
+        query = select(t.proposals).where(t.proposals.c.store_id == store_id, t.proposals.c.change_key.in_(keys[i : i + 500]), t.proposals.c.state == state)
+        found.update({row.change_key: row for row in conn.execute(query.order_by(t.proposals.c.id))})  # the newest last
+    return found
 
 
 def set_state(conn: Connection, store_id: int, proposal_id: int, state: str, now: dt.datetime, reason: str | None = None) -> None:
@@ -421,14 +437,16 @@ def add_tombstone(conn: Connection, store_id: int, key_kind: str, key: str, now:
 
 
 def has_tombstone(conn: Connection, store_id: int, key_kind: str, key: str) -> bool:
-    return (
-        conn.scalar(
-            select(t.tombstones.c.id).where(
-                t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == key_kind, t.tombstones.c.key == key
-            )
-        )
-        is not None
-    )
+    return key in tombstoned(conn, store_id, key_kind, [key])
+
+
+def tombstoned(conn: Connection, store_id: int, key_kind: str, keys: list[str]) -> set[str]:
+    """Those of ``keys`` with a tombstone of ``key_kind``."""
+    found: set[str] = set()
+    for i in range(0, len(keys), 500):
+        query = select(t.tombstones.c.key).where(t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == key_kind, t.tombstones.c.key.in_(keys[i : i + 500]))
+        found.update(conn.scalars(query))
+    return found
 
 
 def value_tombstones(conn: Connection, store_id: int) -> dict[str, str]:
@@ -468,20 +486,33 @@ def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int) -> 
 
 
 def add_event(conn: Connection, store_id: int, type_: str, actor: str, surface: str, now: dt.datetime, payload: Mapping[str, Any] | None = None, *, pass_id: int | None = None, proposal_id: int | None = None) -> int:
-    """Append one event with the store's next sequence number.
+    """Append one event with the store's next sequence number."""
+    return Events(conn, store_id).add(type_, actor, surface, now, payload, pass_id=pass_id, proposal_id=proposal_id)
+
+
+class Events:
+    """A store's events appended within one transaction, numbered on from its newest.
 
     The store's row is locked first (PostgreSQL; SQLite's BEGIN IMMEDIATE already lets one
-    writer in), so two transactions never compute the same number.
+    writer in), so two transactions never compute the same number; the lock lasts to the
+    end of the transaction, so the newest number is read once for all the events it adds.
+    Every event of the transaction must then come through this one object.
     """
-    conn.execute(select(t.stores.c.id).where(t.stores.c.id == store_id).with_for_update())
-    seq = int(conn.scalar(select(func.coalesce(func.max(t.events.c.seq), 0)).where(t.events.c.store_id == store_id)) or 0) + 1
-    conn.execute(
-        insert(t.events).values(
-            store_id=store_id, seq=seq, at=now, type=type_, actor=actor, surface=surface,
-            pass_id=pass_id, proposal_id=proposal_id, payload={"v": 1, **(payload or {})},
-        )  # fmt: skip
-    )
-    return seq
+
+    def __init__(self, conn: Connection, store_id: int) -> None:
+        conn.execute(select(t.stores.c.id).where(t.stores.c.id == store_id).with_for_update())
+        self.conn, self.store_id = conn, store_id
+        self.seq = int(conn.scalar(select(func.coalesce(func.max(t.events.c.seq), 0)).where(t.events.c.store_id == store_id)) or 0)
+
+    def add(self, type_: str, actor: str, surface: str, now: dt.datetime, payload: Mapping[str, Any] | None = None, *, pass_id: int | None = None, proposal_id: int | None = None) -> int:
+        self.seq += 1
+        self.conn.execute(
+            insert(t.events).values(
+                store_id=self.store_id, seq=self.seq, at=now, type=type_, actor=actor, surface=surface,
+                pass_id=pass_id, proposal_id=proposal_id, payload={"v": 1, **(payload or {})},
+            )  # fmt: skip
+        )
+        return self.seq
 
 
 def events(conn: Connection, store_id: int, limit: int = 100) -> list[Any]:

@@ -18,8 +18,7 @@ from sqlalchemy import Connection
 from daemon import logs
 from daemon.config import StoreConfig
 from daemon.core.errors import PlannerError
-from daemon.core.proposals import ACCEPTED, PENDING, STALE, SUPPRESSED
-from daemon.core.view import StoreView
+from daemon.core.proposals import PENDING
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
@@ -31,6 +30,7 @@ from daemon.service.notify import notify_waiting
 from daemon.service.pass_report import Outcome, PassReport, fingerprint_of, model_unfinished
 from daemon.service.recovery import record_external_changes, recover
 from daemon.service.review import mark_stale
+from daemon.service.storing import Prior, store_planned
 from daemon.service.timecaps import TIME_CAP, Caps, read_links, read_notes
 from daemon.service.workspace import Observed, claim_store, glance, observe, read_whole, registered_roots, remember_stats, roots_of
 
@@ -190,7 +190,7 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
     _store_all(app, store, store_id, pass_id, _plan(app, store, observed, now, remembered, caps, progress), report, now)
     if store.llm is not None and not caps.expired("asking the model"):
         from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls
-        from daemon.service.proposing import make_proposals
+        from daemon.service.proposing import make_proposals, refused_planned
 
         with app.engine().connect() as conn:
             changed = changed_since_last_llm_pass(conn, store_id, observed.view)
@@ -198,7 +198,7 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
         report.llm = llm.stats()
         with app.engine().begin() as conn:
             record_calls(conn, store_id, pass_id, llm.calls, now)
-            report.outcomes += [_store_refusal(app, conn, store_id, pass_id, r, observed.view, now) for r in llm.refusals]
+            report.outcomes += store_planned(app, conn, store_id, pass_id, [refused_planned(r, observed.view) for r in llm.refusals], now)
         if llm.error:
             with app.engine().begin() as conn:  # kept on the failed pass: what was sent counts next time
                 repo.finish_pass(conn, store_id, pass_id, root_hash=scan.root_hash, planner=fingerprint, stats=report.stats)
@@ -240,15 +240,7 @@ def _store_all(app: App, store: StoreConfig, store_id: int, pass_id: int, planne
     index = store.settings.index_path
     while batch := list(itertools.islice(planned, STORE_BATCH)):
         with app.engine().begin() as conn:
-            report.outcomes += [_store_proposal(app, conn, store_id, pass_id, item, now, index=index) for item in batch]
-
-
-def _store_refusal(app: App, conn: Connection, store_id: int, pass_id: int, refusal: Any, view: StoreView, now: dt.datetime) -> Outcome:
-    """A model proposal that failed the planner's checks: recorded as refused, with why."""
-    from daemon.service.proposing import refused_planned
-
-    item = refused_planned(refusal, view)
-    return _store_proposal(app, conn, store_id, pass_id, item, now)
+            report.outcomes += store_planned(app, conn, store_id, pass_id, batch, now, index=index)
 
 
 def _record_snapshot(app: App, conn: Connection, store_id: int, pass_id: int, scan, now: dt.datetime) -> dict[str, list[str]]:  # noqa: ANN001
@@ -294,73 +286,6 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
             mark_stale(app, conn, store_id, row.id, reason, now)
             stale.append(row.id)
     return stale
-
-
-def _known(conn: Connection, store_id: int, item: Planned) -> tuple[str, int | None, str | None]:
-    """What earlier passes and decisions make of a planned proposal: (state, id, note).
-    Already open as another proposal: a duplicate; rejected before: suppressed."""
-    if item.state != PENDING:
-        return item.state, None, item.reason
-    existing = repo.open_proposal_with_key(conn, store_id, item.key)
-    if existing is not None:
-        return "duplicate", existing, f"already proposed as #{existing}"
-    if repo.has_tombstone(conn, store_id, "change", item.key):
-        return SUPPRESSED, None, "the same change was rejected before"
-    return PENDING, None, item.reason
-
-
-def _store_proposal(app: App, conn: Connection, store_id: int, pass_id: int, item: Planned, now: dt.datetime, *, index: str | None = None) -> Outcome:
-    state, existing, note = _known(conn, store_id, item)
-    if state == "duplicate":
-        return Outcome(item.slim(), state, existing, note)
-    values = proposal_values(item, state, note, pass_id, now)
-    files: dict[str, tuple[str | None, str | None]] = {}
-    if item.change is not None:  # base bytes are stored with the pass's snapshot; results rebuild from the diff
-        files = {p: (item.change.base[p], item.change.result[p]) for p in item.change.result}
-    proposal_id = repo.add_proposal(conn, store_id, values, files)
-    payload = {"kind": item.draft.kind, "state": state, "paths": item.paths, "reason": note, "confidence": item.draft.confidence}
-    repo.add_event(conn, store_id, f"proposal.{state}", item.draft.source, app.surface, now, payload, pass_id=pass_id, proposal_id=proposal_id)
-    if state == PENDING and index is not None and (carried := _carry_over(app, conn, store_id, proposal_id, item, index, now)):
-        state, note = ACCEPTED, carried
-    return Outcome(item.slim(), state, proposal_id, note)
-
-
-def _carry_over(app: App, conn: Connection, store_id: int, proposal_id: int, item: Planned, index: str, now: dt.datetime) -> str | None:
-    """Keep an accept that went stale only because the agent edited the index.
-
-    When an accepted proposal went stale because its index changed (nothing else), and this
-    pass proposes the same change (same key) with the same index lines removed and added,
-    the reviewed change is exactly the new one: the accept carries over, recorded as a
-    decision by the same actor and an event. Anything else is left for a person.
-    """
-    from daemon.core.patch import edit_lines
-
-    old = repo.latest_with_key(conn, store_id, item.key, STALE)
-    if old is None or old.state_reason != f"changed since proposed: {index}":
-        return None
-    decisions = repo.decisions_of(conn, store_id, [old.id]).get(old.id, [])
-    if not decisions or decisions[-1].decision != "accept" or not old.diff or not item.diff:
-        return None
-    if edit_lines(old.diff, index) != edit_lines(item.diff, index):
-        return None
-    accepted = decisions[-1]
-    reason = f"carried over from #{old.id}: only {index} changed, and the same lines of it change"
-    repo.set_state(conn, store_id, proposal_id, ACCEPTED, now, reason)
-    repo.add_decision(conn, store_id, proposal_id, decision="accept", actor=accepted.actor, surface=accepted.surface, reason=reason, bound_key=item.key, decided_at=now)
-    payload = {"from": old.id, "decision": "accept", "by": accepted.actor, "reason": reason, "bound_key": item.key}
-    repo.add_event(conn, store_id, "proposal.carried", app.actor, app.surface, now, payload, proposal_id=proposal_id)
-    return reason
-
-
-def proposal_values(item: Planned, state: str, note: str | None, pass_id: int | None, now: dt.datetime) -> dict[str, Any]:
-    draft = item.draft
-    return {
-        "pass_id": pass_id, "kind": draft.kind, "state": state, "source": draft.source,
-        "confidence": draft.confidence, "lossy": draft.lossy, "title": draft.title,
-        "rationale": draft.rationale, "evidence": {"v": 1, "items": [e.as_dict() for e in draft.evidence]},
-        "change_key": item.key, "diff": item.diff, "state_reason": note, "created_at": now, "updated_at": now,
-        "reads": item.change.reads.as_dict() if item.change is not None else None,
-    }  # fmt: skip
 
 
 def _dry_run(app: App, store: StoreConfig, now: dt.datetime, progress: Progress) -> PassReport:
@@ -413,9 +338,11 @@ def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed
         report.outcomes += [Outcome(item.slim(), item.state, note=item.reason) for item in planned]
         return
     with engine.connect() as conn:
-        for item in planned:
-            state, existing, note = _known(conn, store_row.id, item)
-            report.outcomes.append(Outcome(item.slim(), state, existing, note))
+        while batch := list(itertools.islice(planned, STORE_BATCH)):
+            prior = Prior.read(conn, store_row.id, batch)
+            for item in batch:
+                state, existing, note = prior.known(item)
+                report.outcomes.append(Outcome(item.slim(), state, existing, note))
 
 
 

@@ -195,7 +195,7 @@ def unaccept(app: App, proposal_id: int, reason: str | None = None) -> ProposalV
 
     def withdraw(conn: Connection, store_id: int, row: Any) -> None:
         # recorded, not deleted: the accept stays in the history, and no pass carries over an
-        # accept whose latest decision is this one (see passes._carry_over)
+        # accept whose latest decision is this one (see storing._carry_over)
         repo.add_decision(conn, store_id, proposal_id, decision="unaccept", actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=app.clock())
 
     return _take_back(app, proposal_id, ACCEPTED, "unaccepted", reason, "acceptance taken back", withdraw)
