@@ -106,7 +106,10 @@ def database_bytes(db: Path) -> int:
 def one(tree: Path, template: tuple[Path, Path], into: Path, count: int) -> dict[str, float]:
     store, db = fresh(*template, into)
     # untimed: a pass over the copy, as the pass that found the proposals would have left the
-    # stat cache (a copy has new inodes; a store that was not copied keeps them)
+    # stat cache (a copy has new inodes; a store that was not copied keeps them). It waits
+    # first until the copy's files are older than the stat cache's racy window: a copy's
+    # ctimes are now, and a store people apply proposals to was not all written a moment ago
+    time.sleep(2.1)
     run(tree, dreamd(tree, db, "pass", "--store", str(store), "--preset", "deepcode", "--summary"))
     before = database_bytes(db)
     wall, cpu, out = run(tree, dreamd(tree, db, "apply", "--json"))
