@@ -139,10 +139,9 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     engine = app.engine()
     with engine.connect() as conn:  # the run recovered first: it may have finished this very proposal's crashed apply
         row = repo.get_proposal(conn, store_id, proposal_id)
-    if row.state != ACCEPTED:
-        raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=_next_step(proposal_id, row.state))
-    with engine.connect() as conn:
-        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id, run.blobs)
+        if row.state != ACCEPTED:
+            raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=_next_step(proposal_id, row.state))
+        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id, run.blobs, diff=row.diff)
     now = app.clock()
     roots = run.roots
     current = journal.on_disk(roots, files)  # one reading of the proposal's files for both questions

@@ -125,13 +125,14 @@ Files = dict[str, tuple[str | None, str | None]]
 LARGE_BLOB = 64 * 1024  # base bytes worth keeping across the applies of one run (an index)
 
 
-def proposal_bytes(conn: Connection, store_id: int, proposal_id: int, cache: dict[str, bytes] | None = None) -> tuple[Files, dict[str, bytes]]:
+def proposal_bytes(conn: Connection, store_id: int, proposal_id: int, cache: dict[str, bytes] | None = None, *, diff: str | None = None) -> tuple[Files, dict[str, bytes]]:
     """A proposal's files (path -> base, result hash) and the bytes of both sides, by hash.
 
     Base bytes are blobs; result bytes are rebuilt from the base and the stored diff and
     must hash to the recorded result, or nothing is written. A path that could leave the
     store is refused before any byte is looked at. ``cache`` keeps large base blobs for the
-    next call (every proposal of a pass has the same index as its base).
+    next call (every proposal of a pass has the same index as its base). ``diff``: the
+    proposal's, when the caller read its row in this same transaction.
     """
     files_ = repo.proposal_files(conn, store_id, proposal_id)
     unsafe = [reason for reason in map(unsafe_path_reason, files_) if reason]
@@ -147,7 +148,7 @@ def proposal_bytes(conn: Connection, store_id: int, proposal_id: int, cache: dic
         raise StoreError(f"proposal {proposal_id}: the recorded bytes of {', '.join(missing)} are missing from the state database")
     written = {p: r for p, (b, r) in files_.items() if r is not None and r != b}
     if written:
-        diff = repo.get_proposal(conn, store_id, proposal_id).diff
+        diff = diff if diff is not None else repo.get_proposal(conn, store_id, proposal_id).diff
         rebuilt = rebuild(diff, {p: blobs[b] if b else None for p, (b, _) in files_.items()})
         for path, result in written.items():
             data = rebuilt.get(path)

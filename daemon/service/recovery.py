@@ -199,7 +199,10 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
         seen = repo.manifest_entries(conn, store_id, previous.manifest_id)
         record_external_changes(app, conn, store_id, seen, before, now)
         base = (previous.manifest_id, seen)
-    before_id = repo.save_manifest(conn, store_id, before_root, before, base=base)
+    if previous is not None and previous.root_hash == before_root:  # as an apply of a run finds it: the last one's after
+        before_id = previous.manifest_id
+    else:
+        before_id = repo.save_manifest(conn, store_id, before_root, before, base=base)
     after_root = after_root or root_hash(after)
     after_id = repo.save_manifest(conn, store_id, after_root, after, base=(before_id, before), changed=[s.path for s in steps])
     repo.add_snapshot(conn, store_id, before_id, f"{operation}-before", now, proposal_id=proposal_id)

@@ -107,3 +107,25 @@ def test_proposals_of_two_stores_are_applied_store_by_store_in_the_order_given(m
     by_store = [r.store for r in results]
     assert by_store == sorted(by_store, key=by_store.index)  # grouped
     assert verify(app, one).clean and verify(app, two).clean
+
+
+def test_an_apply_of_a_run_reads_its_proposal_in_one_transaction_and_reuses_the_state_before(make_store, make_app):
+    """Per apply after the first: the proposal's row, files and bytes come from one read
+    transaction, and the manifest before it is the run's last one, not looked up again; the
+    history is as exact as before (verify clean, every snapshot's manifest rebuilt)."""
+    from sqlalchemy import event
+
+    store = _store(make_store)
+    app = make_app()
+    assert len(_accept_all(app, store)) == 6
+    statements: list[str] = []
+    listener = lambda *args: statements.append(" ".join(args[2].split()[:4]))  # noqa: E731 - (conn, cursor, statement, ...)
+    event.listen(app.engine(), "before_cursor_execute", listener)
+    try:
+        assert [r.state for r in apply(app)] == ["applied"] * 6
+    finally:
+        event.remove(app.engine(), "before_cursor_execute", listener)
+    # each read once, then checked again in the write; and the one listing of the accepted
+    assert statements.count("SELECT proposals.id, proposals.store_id, proposals.pass_id,") == 2 * 6 + 1
+    assert sum(s.startswith("SELECT manifests.id") for s in statements) <= 2 * 6 + 2
+    assert verify(app, store).clean
