@@ -31,6 +31,7 @@ REFUSED = "refused"
 SUPPRESSED = "suppressed"
 REVERTED = "reverted"
 STATES = (PENDING, ACCEPTED, REJECTED, APPLIED, STALE, REFUSED, SUPPRESSED, REVERTED)
+OPEN = (PENDING, ACCEPTED)  # still to be applied: what a duplicate, a policy and a notify command look at
 
 # The only legal moves. refused, suppressed, rejected and reverted are final: a change that
 # is wanted again comes back as a new proposal from a later pass.

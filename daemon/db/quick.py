@@ -30,7 +30,7 @@ HEAD_REVISION = "0009_blob_deltas"  # the newest migration; tests check it again
 # long transaction) is the whole pass's to wait out with its own timeout and report in one
 # line, so a locked database is not waited for twice.
 BUSY_TIMEOUT_MS = 1000
-WAITING = ("pending", "accepted")  # proposals a policy or a notify command would look at again
+WAITING = ("pending", "accepted")  # core.proposals.OPEN, spelled out: importing it costs the lane (a test holds the two equal)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from daemon.core.errors import StateError
 from daemon.core.hashing import hash_bytes
+from daemon.core.proposals import OPEN
 from daemon.db import packing
 from daemon.db import schema as t
 
@@ -382,7 +383,7 @@ def open_proposals_with_keys(conn: Connection, store_id: int, keys: list[str]) -
     found: dict[str, int] = {}
     for i in range(0, len(keys), 500):
         query = select(t.proposals.c.change_key, t.proposals.c.id).where(
-            t.proposals.c.store_id == store_id, t.proposals.c.change_key.in_(keys[i : i + 500]), t.proposals.c.state.in_(["pending", "accepted"])
+            t.proposals.c.store_id == store_id, t.proposals.c.change_key.in_(keys[i : i + 500]), t.proposals.c.state.in_(OPEN)
         )
         for row in conn.execute(query.order_by(t.proposals.c.id)):
             found.setdefault(row.change_key, row.id)

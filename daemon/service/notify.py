@@ -20,14 +20,14 @@ from sqlalchemy import Connection, select
 
 from daemon import logs
 from daemon.config import StoreConfig
-from daemon.core.proposals import ACCEPTED, PENDING
+from daemon.core.proposals import OPEN
 from daemon.db import repo
 from daemon.db import schema as t
 from daemon.service.context import App
 
 log = logs.get_logger("dreamd.notify")
 
-WAITING_STATES = (PENDING, ACCEPTED)
+WAITING_STATES = OPEN
 NOTIFY_VERSION = 1
 _ERROR_TAIL = 300  # characters of the program's stderr kept in the log line
 

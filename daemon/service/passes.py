@@ -18,7 +18,7 @@ from sqlalchemy import Connection
 from daemon import logs
 from daemon.config import StoreConfig
 from daemon.core.errors import PlannerError
-from daemon.core.proposals import PENDING
+from daemon.core.proposals import OPEN, PENDING
 from daemon.db import repo
 from daemon.service import journal
 from daemon.service.context import App
@@ -269,7 +269,7 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
 
     stale = []
     index = store.settings.index_path
-    rows = repo.list_proposals(conn, store_id, ["pending", "accepted"])
+    rows = repo.list_proposals(conn, store_id, OPEN)
     found = found_in_store(conn, store_id, index, rows, manifest)
     for item in found:
         record_found_applied(app, conn, store_id, item, manifest, now)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection
 
-from daemon.core.proposals import ACCEPTED, PENDING, STALE, SUPPRESSED
+from daemon.core.proposals import ACCEPTED, OPEN, PENDING, STALE, SUPPRESSED
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.pass_report import Outcome
@@ -79,7 +79,7 @@ def store_planned(app: App, conn: Connection, store_id: int, pass_id: int, items
         events.add(f"proposal.{state}", item.draft.source, app.surface, now, payload, pass_id=pass_id, proposal_id=proposal_id)
         if state == PENDING and index is not None and (carried := _carry_over(app, conn, store_id, proposal_id, item, index, now, prior, events)):
             state, note = ACCEPTED, carried
-        if state in (PENDING, ACCEPTED):
+        if state in OPEN:
             prior.open.setdefault(item.key, proposal_id)
         outcomes.append(Outcome(item.slim(), state, proposal_id, note))
     repo.add_proposal_files(conn, files)

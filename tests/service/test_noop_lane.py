@@ -181,6 +181,13 @@ def test_the_lane_knows_the_schema_the_migrations_end_at():
     assert ScriptDirectory.from_config(alembic_config()).get_heads() == [quick.HEAD_REVISION]
 
 
+def test_the_lane_counts_the_proposals_every_pass_calls_open():
+    """What the lane counts as waiting is core.proposals.OPEN, which it spells out to stay light."""
+    from daemon.core.proposals import OPEN
+
+    assert quick.WAITING == OPEN
+
+
 def test_a_named_store_is_the_one_resolve_store_finds(store, make_app, db_path):
     """pass_named finds a registered folder by any path to it, with the registered preset."""
     _passed(make_app(), store, db_path)
