@@ -192,17 +192,15 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
     after = dict(after)
     before = manifest_before(steps, after)
     previous = repo.latest_snapshot(conn, store_id)
-    base = None
     before_root = before_root or root_hash(before)
-    if previous is not None and previous.root_hash != before_root:
-        # files dreamd did not write changed since it last looked: say so before recording
+    if previous is None:
+        before_id = repo.save_manifest(conn, store_id, before_root, before)
+    elif previous.root_hash == before_root:  # as an apply of a run finds it: the last one's after
+        before_id = previous.manifest_id
+    else:  # files dreamd did not write changed since it last looked: say so before recording
         seen = repo.manifest_entries(conn, store_id, previous.manifest_id)
         record_external_changes(app, conn, store_id, seen, before, now)
-        base = (previous.manifest_id, seen)
-    if previous is not None and previous.root_hash == before_root:  # as an apply of a run finds it: the last one's after
-        before_id = previous.manifest_id
-    else:
-        before_id = repo.save_manifest(conn, store_id, before_root, before, base=base)
+        before_id = repo.save_manifest(conn, store_id, before_root, before, base=(previous.manifest_id, seen))
     after_root = after_root or root_hash(after)
     after_id = repo.save_manifest(conn, store_id, after_root, after, base=(before_id, before), changed=[s.path for s in steps])
     repo.add_snapshot(conn, store_id, before_id, f"{operation}-before", now, proposal_id=proposal_id)
