@@ -62,10 +62,13 @@ def median_time(run: Any, repeats: int) -> tuple[float, list[float]]:
 
 
 def first_pass(store: Path, db: Path, profile: Path | None = None) -> dict[str, Any]:
-    """The cold first pass in a fresh interpreter (so ru_maxrss is its own)."""
+    """The cold first pass in a fresh interpreter (so ru_maxrss is its own): ``process_s`` is
+    the whole process timed from here, as a user meets it (interpreter and imports
+    included); ``wall_s`` and the phases are the pass's own, timed inside it."""
     args = [sys.executable, str(HERE / "pass_child.py"), str(store), str(db)] + ([str(profile)] if profile else [])
+    start = time.perf_counter()
     done = subprocess.run(args, capture_output=True, text=True, check=True)
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "process_s": time.perf_counter() - start}
 
 
 def noop_pass(store: Path, db: Path, repeats: int) -> dict[str, Any]:
@@ -166,13 +169,14 @@ def report(out: dict[str, Any]) -> None:
     def add(label: str, value: str, target: str = "", ok: bool | None = None) -> None:
         rows.append((label, value, target, verdict(ok)))
 
-    add(f"first pass, {first['stats']['notes']} notes (subprocess)", f"{first['wall_s']:.2f} s", "<= 10 s", first["wall_s"] <= 10)
+    add(f"first pass, {first['stats']['notes']} notes, whole process", f"{first['process_s']:.2f} s", "<= 10 s", first["process_s"] <= 10)
+    add("  of which the pass itself (run_pass, timed inside)", f"{first['wall_s']:.2f} s")
     for key, title, nested in PHASES:
         if key in phases:
             p = phases[key]
             add(("    " if nested else "  ") + title, f"{p['s']:.2f} s ({p['s'] / first['wall_s']:.0%}, {p['calls']} calls)")
     db_writes = out["derived"]["db_writes_s"]
-    add("  the rest (interpreter, pass bookkeeping, policy, events)", f"{db_writes:.2f} s ({db_writes / first['wall_s']:.0%})")
+    add("  the rest of the pass (bookkeeping, reading the notes, events)", f"{db_writes:.2f} s ({db_writes / first['wall_s']:.0%})")
     add("  proposals by detector", ", ".join(f"{k.split(':')[1]} {v}" for k, v in sorted(first["by_source"].items())))
     add("  peak RSS (ru_maxrss)", f"{first['maxrss_kb'] / 1024:.0f} MB (after imports {first['baseline_rss_kb'] / 1024:.0f} MB)")
     add("no-op pass, in-process (median)", f"{noop['median_s']:.3f} s [{', '.join(sorted(set(noop['statuses'])))}]", "<= 1 s", noop["median_s"] <= 1 and set(noop["statuses"]) == {"skipped"})
