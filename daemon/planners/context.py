@@ -16,6 +16,7 @@ from daemon.core.view import StoreView, utc
 from daemon.planners.citations import CitedFile
 from daemon.planners.settings import DetectorSettings
 
+
 @dataclass(frozen=True)
 class PlanContext:
     """Everything a detector may look at: detectors read nothing else (no files, no clock)."""
