@@ -89,9 +89,9 @@ def test_the_heartbeat_keeps_a_long_pass_lease_alive(example_store, make_app):
     store = adhoc_store(example_store, "deepcode")
     with app.engine().begin() as conn:
         store_id = repo.ensure_store(conn, store.name, str(store.root), store.preset, app.clock())
-    ttl = dt.timedelta(seconds=0.6)
+    ttl = dt.timedelta(seconds=1.2)  # renewed every 0.4 s: only a stall of over 1.2 s on a loaded machine could lose it
     with holding_store(app, store_id, store.name, ttl=ttl, heartbeat=True):
-        time.sleep(1.5)
+        time.sleep(3.0)  # over twice the ttl: the lease outlived it only by being renewed
         with app.engine().connect() as conn:
             lease = conn.execute(repo.t.leases.select()).one()
         assert lease.expires_at > app.clock()
