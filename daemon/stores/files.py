@@ -228,9 +228,10 @@ def _check_displaced(place: Place, expected: Collection[str | None], undo: Calla
     expected hashes, ``undo`` puts it back and ConflictError is raised."""
     fd = os.open(place.temp, READ_FLAGS, dir_fd=place.temp_fd)
     try:
-        _refuse_odd(os.fstat(fd), place.rel, "replace")
+        info = os.fstat(fd)
+        _refuse_odd(info, place.rel, "replace")
         alone = _alone(fd)
-        old = read_fd(fd)
+        old = read_fd(fd, size_hint=info.st_size)
     except BaseException:
         os.close(fd)
         raise
@@ -280,7 +281,7 @@ def _check_late(place: Place, checked: Checked, keep: Keep | None) -> None:
     checked (by someone holding it open)? They go to ``keep``, and the write is refused."""
     try:
         os.lseek(checked.fd, 0, os.SEEK_SET)
-        late = read_fd(checked.fd)
+        late = read_fd(checked.fd, size_hint=len(checked.data))
     finally:
         os.close(checked.fd)
     if late == checked.data:
