@@ -30,7 +30,6 @@ from daemon.service.merged import Found, exact_steps, holds_result, record_found
 from daemon.service.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, scan_blobs
 from daemon.service.review import locate, mark_stale
 from daemon.service.workspace import glance, registered_roots, remember_stats, store_config_for_id, store_name as store_name_of
-from daemon.stores import files as store_files
 from daemon.stores import port
 from daemon.stores.paths import StoreRoots
 
@@ -144,7 +143,8 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
         files, blobs = journal.proposal_bytes(conn, store_id, proposal_id, run.blobs, diff=row.diff)
     now = app.clock()
     roots = run.roots
-    current = journal.on_disk(roots, files)  # one reading of the proposal's files for both questions
+    read: dict[str, bytes] = {}
+    current = journal.on_disk(roots, files, read)  # one reading of the proposal's files for every question
     if holds_result(files, current):
         run.moved(None)
         return _found_applied(app, store, roots, store_id, proposal_id, files, blobs)
@@ -154,7 +154,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r and p in held]
     if changed and not pinned:
         with engine.connect() as conn:
-            rebased = _rebase_index(conn, store, roots, store_id, row.diff, files, changed, run.wrote)
+            rebased = _rebase_index(conn, store, store_id, row.diff, files, changed, run.wrote, read)
         if rebased is not None:
             index_step, data, current = rebased
             steps = [index_step if s.path == index_step.path else s for s in steps]
@@ -263,19 +263,20 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
         run.wrote |= {(s.path, s.after) for s in steps}
 
 
-def _rebase_index(conn: Connection, store: StoreConfig, roots: StoreRoots, store_id: int, diff: str, files: journal.Files, changed: list[str], wrote: set[tuple[str, str | None]]) -> tuple[journal.Step, bytes, bytes] | None:
+def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str], wrote: set[tuple[str, str | None]], read: dict[str, bytes]) -> tuple[journal.Step, bytes, bytes] | None:
     """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
 
     Every proposal of a pass edits the same index, so applying one would make all the
     others stale. When the index is the only file that differs and it holds exactly
     what an earlier dreamd apply wrote (``wrote``: this run's; else the journal's), the
     proposal's index hunks are placed on it as ``git apply -C0`` places them (diffs/git.py
-    reapply): the same lines removed and added, or nothing.
+    reapply): the same lines removed and added, or nothing. ``read``: the bytes the
+    compare-and-swap read just now (path -> bytes), the index among them unless it is gone.
     """
     index = store.settings.index_path
     if not index or changed != [index] or files.get(index, (None, None))[0] is None:
         return None
-    current = store_files.read_file(roots, index)
+    current = read.get(index)
     digest = hash_bytes(current) if current is not None else None
     if current is None or not ((index, digest) in wrote or journal.dreamd_wrote(conn, store_id, index, digest)):
         return None

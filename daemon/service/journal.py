@@ -58,9 +58,10 @@ def temp_dir_for(settings: StoreSettings, roots: StoreRoots) -> str | None:
     return roots.archive_prefix if listing.suffixes is None and not roots.beside else None
 
 
-def on_disk(root: StoreRoots | records.RecordRoots | Path, paths: Iterable[str]) -> dict[str, str | None]:
+def on_disk(root: StoreRoots | records.RecordRoots | Path, paths: Iterable[str], read: dict[str, bytes] | None = None) -> dict[str, str | None]:
     """Current hash of each path (None when absent). A symlink or unreadable file
-    counts as a hash nobody expects, so it can never pass a compare-and-swap."""
+    counts as a hash nobody expects, so it can never pass a compare-and-swap. ``read``
+    gets the bytes of each file read (a folder store's), so a caller needs no second read."""
     if isinstance(root, records.RecordRoots):
         return records.on_disk(root, paths)
     found: dict[str, str | None] = {}
@@ -71,6 +72,8 @@ def on_disk(root: StoreRoots | records.RecordRoots | Path, paths: Iterable[str])
             found[path] = "unreadable"
             continue
         found[path] = None if data is None else hash_bytes(data)
+        if data is not None and read is not None:
+            read[path] = data
     return found
 
 
