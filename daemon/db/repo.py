@@ -21,35 +21,6 @@ from daemon.core.proposals import OPEN
 from daemon.db import packing
 from daemon.db import schema as t
 
-
-def ensure_store(conn: Connection, name: str, root: str, preset: str, now: dt.datetime, identity: str | None = None) -> int:
-    """The store's id, registering it on first use (two first users at once: one row)."""
-    query = select(t.stores.c.id, t.stores.c.root, t.stores.c.preset, t.stores.c.root_identity).where(t.stores.c.name == name)
-    row = conn.execute(query).first()
-    if row is None:
-        values = {"name": name, "root": root, "preset": preset, "created_at": now, "root_identity": identity}
-        conn.execute(_insert_if_absent(conn, t.stores, ["name"]), values)
-        row = conn.execute(query).one()
-    if (row.root, row.preset, row.root_identity) != (root, preset, identity or row.root_identity):
-        conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset, root_identity=identity or row.root_identity))
-    return int(row.id)
-
-
-def _insert_if_absent(conn: Connection, table: Any, keys: list[str]) -> Any:
-    """INSERT ... ON CONFLICT DO NOTHING (rows given to execute): a concurrent insert of the
-    same key, by another store's pass or another host, wins quietly."""
-    return _dialect_insert_if_absent(conn.dialect.name, table, tuple(keys))
-
-
-@functools.lru_cache(maxsize=None)  # one statement per dialect and table: built, keyed and compiled once
-def _dialect_insert_if_absent(dialect: str, table: Any, keys: tuple[str, ...]) -> Any:
-    if dialect == "postgresql":
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    return dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
-
-
 # Statements an apply runs for every proposal, built once with their parameters named (a
 # statement built per call costs about 80 µs of SQLAlchemy's Python more than the query).
 _MANY = {"expanding": True}
@@ -94,6 +65,34 @@ _CLOSE_JOURNAL = (
     .values(state=bindparam("new_state"), finished_at=bindparam("now"))
 )
 _INSERT = {table: insert(table) for table in (t.manifests, t.manifest_entries, t.manifest_drops, t.snapshots, t.tombstones, t.events, t.journal)}
+
+
+def ensure_store(conn: Connection, name: str, root: str, preset: str, now: dt.datetime, identity: str | None = None) -> int:
+    """The store's id, registering it on first use (two first users at once: one row)."""
+    query = select(t.stores.c.id, t.stores.c.root, t.stores.c.preset, t.stores.c.root_identity).where(t.stores.c.name == name)
+    row = conn.execute(query).first()
+    if row is None:
+        values = {"name": name, "root": root, "preset": preset, "created_at": now, "root_identity": identity}
+        conn.execute(_insert_if_absent(conn, t.stores, ["name"]), values)
+        row = conn.execute(query).one()
+    if (row.root, row.preset, row.root_identity) != (root, preset, identity or row.root_identity):
+        conn.execute(update(t.stores).where(t.stores.c.id == row.id).values(root=root, preset=preset, root_identity=identity or row.root_identity))
+    return int(row.id)
+
+
+def _insert_if_absent(conn: Connection, table: Any, keys: list[str]) -> Any:
+    """INSERT ... ON CONFLICT DO NOTHING (rows given to execute): a concurrent insert of the
+    same key, by another store's pass or another host, wins quietly."""
+    return _dialect_insert_if_absent(conn.dialect.name, table, tuple(keys))
+
+
+@functools.lru_cache(maxsize=None)  # one statement per dialect and table: built, keyed and compiled once
+def _dialect_insert_if_absent(dialect: str, table: Any, keys: tuple[str, ...]) -> Any:
+    if dialect == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    return dialect_insert(table).on_conflict_do_nothing(index_elements=list(keys))
 
 
 def find_store(conn: Connection, name: str) -> Any:
