@@ -38,6 +38,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generate import generate_store  # noqa: E402
+from machine import load  # noqa: E402
 
 
 def _env(tree: Path) -> dict[str, str]:
@@ -132,7 +133,7 @@ def main() -> None:
     counts = [int(c) for c in args.counts.split(",")]
     base_counts = {int(c) for c in args.baseline_counts.split(",")} if args.baseline else set()
     this = HERE.parent
-    out: dict[str, Any] = {"notes": args.notes, "counts": {}}
+    out: dict[str, Any] = {"notes": args.notes, "counts": {}, "load_before": load("before")}
     with tempfile.TemporaryDirectory(prefix="dreamd-apply-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -150,6 +151,7 @@ def main() -> None:
                     rows["base"].append(one(args.baseline, base_t, work / "run", count))
             out["counts"][count] = _summary(rows, count)
             print(_line(count, out["counts"][count]), flush=True)
+    out["load_after"] = load("after")
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
 

@@ -35,6 +35,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from machine import load  # noqa: E402
+
 DREAMD = [sys.executable, "-m", "daemon"]
 SETTINGS = {"a new worker per pass": ["--worker-passes", "1"], "pooled workers (default)": []}
 
@@ -154,6 +158,14 @@ def main() -> None:
     parser.add_argument("--steady", action="store_true", help="two rounds of the pooled daemon, the second over unchanged stores")
     parser.add_argument("--every", type=int, default=240, help="--steady: each store's period in seconds (longer than a round)")
     options = parser.parse_args()
+    load("before")
+    try:
+        _run(options)
+    finally:
+        load("after")
+
+
+def _run(options: argparse.Namespace) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp)
         config = write_stores(base / "stores", options.stores, options.notes, f"{options.every}s" if options.steady else "1h")

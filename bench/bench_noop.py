@@ -45,6 +45,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from generate import generate_store  # noqa: E402
+from machine import load  # noqa: E402
 
 THIS = HERE.parent
 SKIPPED = "unchanged since the last pass"
@@ -173,7 +174,7 @@ def main() -> None:
     if not shutil.which("b3sum"):
         raise SystemExit("b3sum is not on PATH (Debian: apt-get install b3sum)")
     sizes = [int(s) for s in args.sizes.split(",")]
-    out: dict[str, Any] = {"python": sys.version.split()[0], "sizes": {}}
+    out: dict[str, Any] = {"python": sys.version.split()[0], "sizes": {}, "load_before": load("before")}
     with tempfile.TemporaryDirectory(prefix="dreamd-noop-") as tmp:
         work = args.work or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
@@ -191,6 +192,7 @@ def main() -> None:
         if CHANGED_AT in sizes:
             store, db = work / f"store-{CHANGED_AT}", work / f"state-{CHANGED_AT}.db"
             out["changed_1pct"] = {"notes": CHANGED_AT, **changed_pass(store, db, 0.01)}  # a kept store keeps these edits
+    out["load_after"] = load("after")
     report(out)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")

@@ -35,6 +35,7 @@ from daemon.service.passes import run_pass  # noqa: E402
 from daemon.service.workspace import make_view  # noqa: E402
 from daemon.stores.scan import scan_store  # noqa: E402
 from generate import NOW, generate_store  # noqa: E402
+from machine import load  # noqa: E402
 
 DREAMD = Path(sys.executable).with_name("dreamd")
 PHASES = [  # (label in the child's JSON, row title, indented under the row above)
@@ -131,7 +132,7 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="also run the first pass under cProfile")
     parser.add_argument("--json", type=Path, metavar="OUT", help="write every figure as JSON")
     args = parser.parse_args()
-    out: dict[str, Any] = {"notes": args.notes, "seed": args.seed, "python": sys.version.split()[0]}
+    out: dict[str, Any] = {"notes": args.notes, "seed": args.seed, "python": sys.version.split()[0], "load_before": load("before")}
     with tempfile.TemporaryDirectory(prefix="dreamd-bench-") as tmp:
         root, small = Path(tmp) / "store", Path(tmp) / "small"
         start = time.perf_counter()
@@ -153,6 +154,7 @@ def main() -> None:
             prof = Path(tmp) / "first.prof"
             first_pass(root, Path(tmp) / "profiled.db", prof)
             out["hotspots"] = hotspots(prof)
+    out["load_after"] = load("after")
     report(out)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
