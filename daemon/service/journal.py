@@ -91,6 +91,10 @@ def write(root: StoreRoots | records.RecordRoots | Path, steps: Iterable[Step], 
     neither side of its step (someone edited it after the proposal was checked) stops the
     write with a ConflictError, the edit back in place; bytes that raced the very last
     instant go to ``keep`` (durably stored) before the displaced file is gone.
+
+    Each file's bytes are fsynced before its rename; the folders' fsyncs, which make the
+    renames durable, come once per folder when the writes are over (recovery puts any mix
+    of before and after right, so only their being durable before the journal closes counts).
     """
     if isinstance(root, records.RecordRoots):  # one transaction, all or nothing (StaleError)
         records.write(root, steps, blobs, undo=undo)
@@ -101,19 +105,26 @@ def write(root: StoreRoots | records.RecordRoots | Path, steps: Iterable[Step], 
     current = on_disk(root, want)
     _refuse_edited(current, allowed)
     tag = files.temp_tag(journal_id) if journal_id is not None else ""
-    for path in sorted(p for p, h in want.items() if h is not None):
-        if current[path] != want[path]:
-            data = blobs.get(want[path])  # type: ignore[arg-type]
-            if data is None:
-                raise StoreError(f"the bytes {path} should get are missing from the state database; refusing to write it")
-            if hash_bytes(data) != want[path]:
-                raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
-            _refuse_edited(on_disk(root, [path]), allowed)
-            files.write_atomic(root, path, data, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag)
-    for path in sorted(p for p, h in want.items() if h is None):
-        if current[path] is not None:
-            _refuse_edited(on_disk(root, [path]), allowed)
-            files.remove_file(root, path, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag)
+    touched: list[str] = []  # their folders are synced once each, at the end, written or not
+    try:
+        for path in sorted(p for p, h in want.items() if h is not None):
+            if current[path] != want[path]:
+                data = blobs.get(want[path])  # type: ignore[arg-type]
+                if data is None:
+                    raise StoreError(f"the bytes {path} should get are missing from the state database; refusing to write it")
+                if hash_bytes(data) != want[path]:
+                    raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
+                _refuse_edited(on_disk(root, [path]), allowed)
+                touched.append(path)
+                files.write_atomic(root, path, data, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag, sync_folders=False)
+        for path in sorted(p for p, h in want.items() if h is None):
+            if current[path] is not None:
+                _refuse_edited(on_disk(root, [path]), allowed)
+                touched.append(path)
+                files.remove_file(root, path, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag, sync_folders=False)
+    finally:
+        if touched:  # before the caller records the writes done; after a conflict, the swap back too
+            files.sync_folders_of(root, touched, temp_dir)
 
 
 def _refuse_edited(current: Mapping[str, str | None], allowed: Mapping[str, set[str | None]]) -> None:

@@ -18,7 +18,7 @@ import re
 import signal
 import stat
 import time
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,7 +107,7 @@ def read_file(root: StoreRoots | Path, rel: str) -> bytes | None:
 
 def write_atomic(
     root: StoreRoots | Path, rel: str, data: bytes, *, expected: Collection[str | None] | None = None, keep: Keep | None = None,
-    mtime_ns: int | None = None, temp_dir: str | None = None, tag: str = "",
+    mtime_ns: int | None = None, temp_dir: str | None = None, tag: str = "", sync_folders: bool = True,
 ) -> None:
     """Replace (or create) a store file with ``data`` atomically, creating parent folders.
 
@@ -124,6 +124,8 @@ def write_atomic(
     holds the temporary file until the rename, so a crash never leaves one beside the
     notes: DeepCode lists every top-level file of its store as a memory. ``tag`` (``temp_tag``)
     names the journal in the temp file's name, so recovery removes only its own temp files.
+    ``sync_folders=False`` leaves the folders' fsync to the caller (``sync_folders_of``),
+    which writes several files and syncs each folder once before it records them written.
     """
     roots = as_roots(root)
     with parent_of(roots, rel, create=True) as found, _temp_folder(roots, temp_dir, found) as temp_fd:
@@ -150,17 +152,17 @@ def write_atomic(
             raise _error("write", rel, exc) from exc
         finally:
             _remove_if_ours(temp_fd, tmp, data)  # gone already unless something failed
-        os.fsync(folder)
-        if temp_fd != folder:
-            os.fsync(temp_fd)
+        if sync_folders:
+            _sync(folder, temp_fd)
 
 
-def remove_file(root: StoreRoots | Path, rel: str, *, expected: Collection[str | None] | None = None, keep: Keep | None = None, temp_dir: str | None = None, tag: str = "") -> None:
+def remove_file(root: StoreRoots | Path, rel: str, *, expected: Collection[str | None] | None = None, keep: Keep | None = None, temp_dir: str | None = None, tag: str = "", sync_folders: bool = True) -> None:
     """Delete a store file durably; a file that is already gone is fine.
 
     With ``expected``, the file is first moved to a temp name and read there: one that holds
     none of those hashes is moved back (ConflictError), and bytes written to it in the last
-    instant go to ``keep`` (EditRacedError), as for ``write_atomic``.
+    instant go to ``keep`` (EditRacedError), as for ``write_atomic``; ``sync_folders`` is as
+    there.
     """
     roots = as_roots(root)
     with parent_of(roots, rel) as found:
@@ -183,9 +185,33 @@ def remove_file(root: StoreRoots | Path, rel: str, *, expected: Collection[str |
                 return
             except OSError as exc:
                 raise _error("remove", rel, exc) from exc
-            os.fsync(folder)
-            if temp_fd != folder:
-                os.fsync(temp_fd)
+            if sync_folders:
+                _sync(folder, temp_fd)
+
+
+def _sync(folder: int, temp_fd: int) -> None:
+    """Make a rename or an unlink in these folders durable: an fsync of each folder."""
+    os.fsync(folder)
+    if temp_fd != folder:
+        os.fsync(temp_fd)
+
+
+def sync_folders_of(root: StoreRoots | Path, rels: Iterable[str], temp_dir: str | None = None) -> None:
+    """fsync, once each, the folders holding ``rels`` and the folder ``temp_dir``: what writes
+    and removals made with ``sync_folders=False`` left to do before they are durable. A folder
+    that is gone (nothing of it left to keep) is passed over."""
+    roots = as_roots(root)
+    folders_of = {rel.rpartition("/")[0]: rel for rel in rels}
+    if temp_dir is not None:
+        folders_of.setdefault(temp_dir, temp_dir + "/x")
+    for rel in folders_of.values():
+        with parent_of(roots, rel) as found:
+            if found is None:
+                continue
+            try:
+                os.fsync(found[0])
+            except OSError as exc:
+                raise _error("sync", rel, exc) from exc
 
 
 @dataclass(frozen=True)
