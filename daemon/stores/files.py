@@ -2,7 +2,8 @@
 
 A write lands whole or not at all (the journal's promise depends on it): bytes go to a
 temp file, are fsynced, exchanged with the file they replace, and the folder is fsynced so
-the rename survives a crash. The displaced file is read back before its name is removed, so
+the rename survives a crash (a journal's writes sync each folder once, after the last of
+them: ``sync_folders_of``). The displaced file is read back before its name is removed, so
 an edit that raced the write is put back or kept, never thrown away. Every file is reached
 through folder descriptors (``stores.folders``): nothing swapped in mid-write can send a
 byte outside the store.
