@@ -8,10 +8,9 @@ store owns an id a person typed, and nothing else.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
-
-import functools
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 
@@ -23,10 +22,10 @@ from daemon.db import schema as t
 
 # Statements an apply runs for every proposal, built once with their parameters named (a
 # statement built per call costs about 80 µs of SQLAlchemy's Python more than the query).
-_MANY = {"expanding": True}
-_BLOB_HASHES = select(t.blobs.c.hash).where(t.blobs.c.hash.in_(bindparam("hashes", **_MANY)))
-_BLOB_DEPTHS = select(t.blobs.c.hash, t.blobs.c.depth).where(t.blobs.c.hash.in_(bindparam("hashes", **_MANY)))
-_BLOB_ROWS = select(t.blobs.c.hash, t.blobs.c.data, t.blobs.c.packed, t.blobs.c.base_hash).where(t.blobs.c.hash.in_(bindparam("hashes", **_MANY)))
+_IN_HASHES = t.blobs.c.hash.in_(bindparam("hashes", expanding=True))
+_BLOB_HASHES = select(t.blobs.c.hash).where(_IN_HASHES)
+_BLOB_DEPTHS = select(t.blobs.c.hash, t.blobs.c.depth).where(_IN_HASHES)
+_BLOB_ROWS = select(t.blobs.c.hash, t.blobs.c.data, t.blobs.c.packed, t.blobs.c.base_hash).where(_IN_HASHES)
 _MANIFEST_ID = select(t.manifests.c.id).where(t.manifests.c.store_id == bindparam("store_id"), t.manifests.c.root_hash == bindparam("root_hash"))
 _NEWEST_MANIFEST = select(t.manifests.c.id, t.manifests.c.depth, t.manifests.c.chain_rows).where(t.manifests.c.store_id == bindparam("store_id"))
 _NEWEST_MANIFEST_OF = {
@@ -46,7 +45,7 @@ _PROPOSAL = select(t.proposals).where(t.proposals.c.store_id == bindparam("store
 _FILES_OF = (
     select(t.proposal_files)
     .join(t.proposals, t.proposals.c.id == t.proposal_files.c.proposal_id)
-    .where(t.proposals.c.store_id == bindparam("store_id"), t.proposal_files.c.proposal_id.in_(bindparam("ids", **_MANY)))
+    .where(t.proposals.c.store_id == bindparam("store_id"), t.proposal_files.c.proposal_id.in_(bindparam("ids", expanding=True)))
     .order_by(t.proposal_files.c.proposal_id, t.proposal_files.c.path)
 )
 _SET_STATE = (
