@@ -154,7 +154,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r and p in held]
     if changed and not pinned:
         with engine.connect() as conn:
-            rebased = _rebase_index(conn, store, store_id, row.diff, files, changed, run.wrote, read)
+            rebased = _rebase_index(conn, store, store_id, row.diff, files, changed, run.wrote, current, read)
         if rebased is not None:
             index_step, data, current = rebased
             steps = [index_step if s.path == index_step.path else s for s in steps]
@@ -263,21 +263,21 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
         run.wrote |= {(s.path, s.after) for s in steps}
 
 
-def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str], wrote: set[tuple[str, str | None]], read: dict[str, bytes]) -> tuple[journal.Step, bytes, bytes] | None:
+def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str], wrote: set[tuple[str, str | None]], seen: dict[str, str | None], read: dict[str, bytes]) -> tuple[journal.Step, bytes, bytes] | None:
     """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
 
     Every proposal of a pass edits the same index, so applying one would make all the
     others stale. When the index is the only file that differs and it holds exactly
     what an earlier dreamd apply wrote (``wrote``: this run's; else the journal's), the
     proposal's index hunks are placed on it as ``git apply -C0`` places them (diffs/git.py
-    reapply): the same lines removed and added, or nothing. ``read``: the bytes the
-    compare-and-swap read just now (path -> bytes), the index among them unless it is gone.
+    reapply): the same lines removed and added, or nothing. ``seen`` and ``read``: the
+    hashes and the bytes the compare-and-swap found just now (the index's bytes unless it
+    is gone or unreadable).
     """
     index = store.settings.index_path
     if not index or changed != [index] or files.get(index, (None, None))[0] is None:
         return None
-    current = read.get(index)
-    digest = hash_bytes(current) if current is not None else None
+    current, digest = read.get(index), seen.get(index)
     if current is None or not ((index, digest) in wrote or journal.dreamd_wrote(conn, store_id, index, digest)):
         return None
     data = reapply(diff, index, current)
