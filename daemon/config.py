@@ -29,7 +29,7 @@ APPLY_MODES = ("never", "accepted")  # whether a pass applies what its policy ac
 _LLM_KEYS = {
     "model": str, "api_base": str, "api_key_env": str, "temperature": float, "timeout_s": float,
     "retries": int, "max_output_tokens": int, "tokens_per_call": int, "tokens_per_pass": int,
-    "cost_per_pass": float, "prompt_dir": str, "exclude": list, "enabled": bool,
+    "context_window": int, "cost_per_pass": float, "prompt_dir": str, "exclude": list, "enabled": bool,
 }  # fmt: skip
 
 

@@ -62,6 +62,11 @@ def _history_text(out: dict[str, Any]) -> None:
             cost = "unpriced" if llm.get("cost") is None else f"${llm['cost']:.4f}"
             stopped = f"; stopped: {llm['stopped']}" if llm.get("stopped") else ""
             click.echo(f"  model: {llm['calls']} calls, {llm['prompt_tokens']} prompt + {llm['completion_tokens']} completion tokens, {cost}{stopped}")
+            coverage = llm.get("coverage")
+            if coverage:
+                held = f", {coverage['groups_shown']} of {coverage['groups']} related groups shown together" if coverage.get("groups") else ""
+                left = f", {coverage['left']} left" if coverage.get("left") else ""
+                click.echo(f"  coverage: {coverage['shown']} of {coverage['due']} due notes shown{held}{left}")
     for s in out["snapshots"]:
         ref = f"pass #{s['pass_id']}" if s["pass_id"] else f"proposal #{s['proposal_id']}"
         click.echo(f"snapshot #{s['id']} {s['reason']:<13} {s['recorded_at']} {s['files']} files root {s['root_hash'][:12]} ({ref})")

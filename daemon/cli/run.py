@@ -60,6 +60,8 @@ def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
 
 
 def _status_text(row: dict) -> str:
+    from daemon.service.pass_report import coverage_left
+
     last = row["last_pass"]
     if last is None:
         last_text = "no pass yet"
@@ -69,6 +71,8 @@ def _status_text(row: dict) -> str:
         last_text += f", {last['tokens']} tokens" if last["tokens"] else ""
         last_text += f", ${last['cost']:.4f}" if last["cost"] else ""
         last_text += ")" + (f": {last['error']}" if last.get("error") else "")
+        left = coverage_left(last.get("coverage"))
+        last_text += f"; model: {left}" if left and not last.get("error") else ""
     if row["schedule"] is None:
         next_text = "not scheduled (used by path; the daemon passes over configured stores)"
     else:

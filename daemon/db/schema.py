@@ -304,6 +304,22 @@ model_calls = Table(
     Column("error", Text),
 )
 
+# What the model has been shown of a store (see db/ledger.py): a row per note shown, with the
+# hash it had then (kind "note", key = its path), and a row per candidate group whose notes
+# were all shown but never in one call (kind "open", key "g:" + a hash of its paths; members
+# {"v": 1, "paths": [...], "reasons": [...]}; digest: a hash of the members' hashes).
+model_ledger = Table(
+    "model_ledger",
+    metadata,
+    Column("store_id", Integer, ForeignKey("stores.id"), primary_key=True),
+    Column("key", Text, primary_key=True),
+    Column("kind", String(10), nullable=False),
+    Column("digest", HASH, nullable=False),
+    Column("members", JSON),
+    Column("pass_id", Integer),
+    Column("at", UTC, nullable=False),
+)
+
 # The stat cache (see stores/statcache.py): per file of a store, its stat and hash when a
 # pass last read it, so the next pass reads only what changed. A row is written in the
 # transaction that stores (or already holds) the file's blob. Nanosecond times and inode

@@ -21,9 +21,11 @@ class ModelSettings:
     temperature: float = 0.0
     timeout_s: float = 60.0
     retries: int = 2  # extra attempts on timeouts, 429 and 5xx (not on 4xx)
-    max_output_tokens: int = 2048
-    tokens_per_call: int = 6000  # prompt budget of one call
-    tokens_per_pass: int = 60000  # prompt + completion budget of one pass
+    # caps on what the model's own limits allow (see daemon.llm.limits); None: no cap
+    max_output_tokens: int | None = None  # the reply of one call
+    tokens_per_call: int | None = None  # the prompt of one call
+    tokens_per_pass: int = 1_000_000  # prompt + completion budget of one pass
+    context_window: int | None = None  # declares the window of a model litellm does not know
     cost_per_pass: float | None = None  # USD; None: no cost limit
     prompt_dir: str | None = None  # a folder of templates overriding the shipped ones
 
@@ -38,6 +40,7 @@ class ModelRequest:
     schema_name: str = "dreamd_reply"
     extra_messages: tuple[dict[str, str], ...] = ()  # e.g. a repair turn after invalid JSON
     key: str = ""  # what the request is about (sorted note ids): replay models look replies up by it
+    max_output_tokens: int | None = None  # the reply's room this call asks for (None: the settings')
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,11 @@ class ModelResponse:
 
 
 class ModelClient(Protocol):
-    """Sends one request; raises ModelTransientError, ModelRequestError on failure."""
+    """Sends one request; raises ModelTransientError, ModelRequestError on failure.
+
+    A client may also offer ``limits(settings) -> daemon.llm.limits.ModelLimits | None`` (what
+    it knows of the model's window and longest reply) and ``count_tokens(text, settings)``
+    (the model's tokenizer); the planner falls back to documented defaults without them.
+    """
 
     def complete(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse: ...

@@ -10,8 +10,12 @@ benchmark run without a network or a model.
 File format (``v`` is checked; a newer file is refused)::
 
     {"v": 1, "model": "openai/gpt-4o-mini",
+     "limits": {"max_input_tokens": 128000, "max_output_tokens": 16384, "source": "..."},
      "replies": {"<key>": {"text": "...", "prompt_tokens": 812, "completion_tokens": 95,
                            "finish_reason": "stop"}}}
+
+``limits`` (optional) is what the recorded client knew of the model: a replay packs its calls
+with the same room, so it asks for the same keys.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 from daemon.core.errors import ConfigError
 from daemon.llm.base import ModelClient, ModelRequest, ModelResponse, ModelSettings
+from daemon.llm.limits import ModelLimits
 
 REPLAY_VERSION = 1
 EMPTY_REPLY = '{"proposals": []}'
@@ -64,11 +69,16 @@ class _Reply:
 
 
 class FakeModel:
-    """Answers with queued replies, in order; raises queued errors; records every request."""
+    """Answers with queued replies, in order; raises queued errors; records every request.
+    ``known`` is what it says of the model's limits (None: nothing, as for an unknown model)."""
 
-    def __init__(self) -> None:
+    def __init__(self, known: ModelLimits | None = None) -> None:
         self.requests: list[ModelRequest] = []
         self._queue: deque[_Reply | BaseException] = deque()
+        self.known = known
+
+    def limits(self, settings: ModelSettings) -> ModelLimits | None:
+        return self.known
 
     def enqueue(
         self,
@@ -116,12 +126,16 @@ class FakeModel:
 class ReplayModel:
     """Answers from recorded replies keyed by ``replay_key(request)``; unknown keys are misses."""
 
-    def __init__(self, replies: dict[str, dict[str, Any]] | None = None, model: str = "") -> None:
+    def __init__(self, replies: dict[str, dict[str, Any]] | None = None, model: str = "", known: ModelLimits | None = None) -> None:
         self.replies: dict[str, dict[str, Any]] = dict(replies or {})
         self.model = model
+        self.known = known
         self.requests: list[ModelRequest] = []
         self.misses = 0
         self.missed_keys: list[str] = []
+
+    def limits(self, settings: ModelSettings) -> ModelLimits | None:
+        return self.known
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> ReplayModel:
@@ -133,7 +147,7 @@ class ReplayModel:
             raise ConfigError(f"replay file {path}: not a replay file (no 'replies' object)")
         if data.get("v") != REPLAY_VERSION:
             raise ConfigError(f"replay file {path}: version {data.get('v')!r}, this dreamd reads {REPLAY_VERSION}")
-        return cls(data["replies"], model=str(data.get("model", "")))
+        return cls(data["replies"], model=str(data.get("model", "")), known=_limits_of(data.get("limits"), path))
 
     def record(
         self,
@@ -164,7 +178,8 @@ class ReplayModel:
         self.replies[key] = entry
 
     def to_json(self) -> dict[str, Any]:
-        return {"v": REPLAY_VERSION, "model": self.model, "replies": dict(sorted(self.replies.items()))}
+        limits = {} if self.known is None else {"limits": {"max_input_tokens": self.known.max_input_tokens, "max_output_tokens": self.known.max_output_tokens, "source": self.known.source}}
+        return {"v": REPLAY_VERSION, "model": self.model, **limits, "replies": dict(sorted(self.replies.items()))}
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the file atomically (a crash mid-recording keeps the previous version)."""
@@ -193,6 +208,15 @@ class ReplayModel:
             settings,
             hit=True,
         )
+
+
+def _limits_of(raw: Any, path: str | os.PathLike[str]) -> ModelLimits | None:
+    if raw is None:
+        return None
+    ok = isinstance(raw, dict) and all(raw.get(k) is None or (isinstance(raw.get(k), int) and raw[k] > 0) for k in ("max_input_tokens", "max_output_tokens"))
+    if not ok:
+        raise ConfigError(f"replay file {path}: 'limits' must hold positive max_input_tokens and max_output_tokens")
+    return ModelLimits(raw.get("max_input_tokens"), raw.get("max_output_tokens"), str(raw.get("source") or f"recorded in {path}"))
 
 
 def _replayed(
@@ -229,3 +253,11 @@ class RecordingClient:
     def count_tokens(self, text: str, settings: ModelSettings) -> int:
         counter = getattr(self.inner, "count_tokens", None)
         return int(counter(text, settings)) if counter else estimate_tokens(text)
+
+    def limits(self, settings: ModelSettings) -> ModelLimits | None:
+        """The inner client's, kept in the file so that its replay packs calls alike."""
+        known = getattr(self.inner, "limits", lambda _s: None)(settings)
+        if known != self.replay.known:
+            self.replay.known = known
+            self.replay.save(self.path)
+        return known

@@ -23,6 +23,7 @@ from typing import Any
 from daemon import logs
 from daemon.core.errors import ModelBadOutputError, ModelRequestError, ModelTransientError
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
+from daemon.llm.limits import FALLBACK, ModelLimits
 from daemon.llm.translate import mapped_errors
 
 log = logs.get_logger("dreamd.llm")
@@ -133,6 +134,19 @@ class LiteLLMClient:
         except Exception:
             return len(text) // 4
 
+    def limits(self, settings: ModelSettings) -> ModelLimits | None:
+        """The model's window and longest reply from litellm's bundled model info; None for a
+        model it does not list (a local server's alias): the planner then uses its fallback."""
+        try:
+            info = _litellm().get_model_info(model=settings.model)
+        except Exception:  # ModelNotMappedError and friends
+            return None
+        window = _positive(info.get("max_input_tokens")) or _positive(info.get("max_tokens"))
+        reply = _positive(info.get("max_output_tokens")) or _positive(info.get("max_tokens"))
+        if window is None and reply is None:
+            return None
+        return ModelLimits(window, reply, f"litellm's model info for {settings.model}")
+
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based): 0.5, 1, 2, … capped."""
         return float(min(self._cap, self._base * 2 ** (attempt - 1)))
@@ -164,7 +178,7 @@ class LiteLLMClient:
             "messages": messages,
             "temperature": settings.temperature,
             "timeout": settings.timeout_s,
-            "max_tokens": settings.max_output_tokens,
+            "max_tokens": request.max_output_tokens or settings.max_output_tokens or FALLBACK.max_output_tokens,
             "response_format": response_format(lit, settings, request),
             "num_retries": 0,  # litellm's wrapper: no completion_with_retries
             "max_retries": 0,  # handed to the OpenAI SDK client (its default is 2)
@@ -210,6 +224,10 @@ def _cost(lit: ModuleType, raw: Any) -> float | None:
     except Exception:  # ModelNotMappedError and friends
         return None
     return cost if cost > 0 else None
+
+
+def _positive(value: Any) -> int | None:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
 def _with_calls(exc: ModelTransientError | ModelRequestError, calls: int) -> Exception:

@@ -65,7 +65,7 @@ def translate(exc: BaseException, lit: ModuleType, model: str, secret: str | Non
     if status in (401, 403) or any(marker in str(exc).lower() for marker in _MISSING_KEY):
         hint = "check the key variable named by api_key_env"
     elif isinstance(exc, lit.exceptions.ContextWindowExceededError):
-        hint = "lower tokens_per_call"
+        hint = "the model reads less than dreamd assumed: set context_window (or tokens_per_call) in [llm]"
     return ModelRequestError(message, hint=hint)
 
 

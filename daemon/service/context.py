@@ -66,6 +66,9 @@ class App:
     clock: Callable[[], dt.datetime] = utcnow
     # how a pass reaches a model; tests and the eval harness inject fakes or replays
     model_client: Callable[[Any], Any] | None = field(default=None, repr=False)
+    # store name -> the model ledger a run of dry passes carries from one to the next (dreamd
+    # eval, until a store is covered); None: each pass reads the database's and a dry run keeps nothing
+    ledgers: dict[str, Any] | None = field(default=None, repr=False)
     # a command that only reads: engine() opens the database read-only, never migrates it
     # (an older schema is refused with what to do), and a missing one reads as empty
     read_only: bool = False

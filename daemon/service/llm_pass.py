@@ -1,11 +1,13 @@
-"""The model-backed part of a pass: what to send, the planner call, and what it cost.
+"""The model-backed part of a pass: what to send, the planner call, what it cost and showed.
 
-Only notes changed since the last complete LLM pass (and notes falling due) seed the
-candidate groups, so an unchanged store costs zero model calls. A model call that fails
-(a reply still unusable after its repair, a refusal, a cut-off reply) leaves the LLM part
-incomplete, with the reason: its notes stay due for the next pass. Everything the model
-proposes goes through the planner's own checks and then the same build, validation and
-diff proof as a detector's draft. Nothing here writes a store.
+Only notes the model has not been shown as they are (the ledger, ``service/coverage.py``),
+notes falling due, and groups of related notes never shown together are sent, so an
+unchanged, covered store costs zero model calls. The LLM part is complete only when every
+due note was in a call whose reply was used; a call that fails (a reply still unusable
+after its second turn, a refusal), or one a budget stopped, leaves its notes due for the
+next pass, and the report says how many and after how many passes the store is covered.
+Everything the model proposes goes through the planner's own checks and then the same
+build, validation and diff proof as a detector's draft. Nothing here writes a store.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.planners.detectors.ttl import due_notes
 from daemon.service.context import App
+from daemon.service.coverage import Ledger
 
 
 @dataclass
@@ -32,6 +35,7 @@ class LLMOutcome:
     changed: int = 0
     error: str | None = None
     calls: list[Any] = field(default_factory=list)
+    pending: int = 0  # open groups of earlier passes offered to this one
 
     @property
     def drafts(self) -> list[Any]:
@@ -53,7 +57,11 @@ class LLMOutcome:
                 f"{len(failed)} of {made} model call{'s' if made != 1 else ''} failed ({failed[0].error}); "
                 "their notes are sent again at the next pass"
             )
-        return getattr(self.plan, "stopped", None)
+        left = self.plan.left if self.plan is not None else []
+        if left:  # a budget stop that left only groups of notes already shown is not incomplete
+            stopped = getattr(self.plan, "stopped", None) or "not sent"
+            return f"{len(left)} of {len(self.plan.due)} due notes not yet shown to the model ({stopped}); they are sent at the next pass"
+        return None
 
     @property
     def failed_calls(self) -> int:
@@ -75,6 +83,7 @@ class LLMOutcome:
             "whole_store": bool(getattr(plan, "whole_store", False)),
             "flagged": [{"path": p, "reason": r} for p, r in getattr(plan, "flagged", [])],
             "error": self.error,
+            "coverage": plan.coverage() if plan is not None else None,
         }
 
 
@@ -85,39 +94,10 @@ def _failed() -> str:
     return FAILED
 
 
-def changed_since_last_llm_pass(conn: Connection, store_id: int, view: StoreView) -> set[str]:
-    """Notes the model has not yet seen as they are now.
-
-    Changed since the last pass whose LLM part completed, minus notes already sent by a
-    later, unfinished LLM part (budget stop, failure) in a call that succeeded, whose bytes
-    have not changed since: a pass stopped at its budget goes on where it stopped instead of
-    starting over, and the notes of a failed call are sent again.
-    """
-    baseline: dict[str, str] | None = None
-    sent: dict[str, str | None] = {}  # path -> its hash when an unfinished pass sent it
-    for row in repo.passes(conn, store_id, limit=200):
-        llm = (row.stats or {}).get("llm")
-        if row.status not in ("completed", "failed") or not llm or not row.root_hash:
-            continue
-        manifest_id = repo.manifest_id(conn, store_id, row.root_hash)
-        seen = repo.manifest_entries(conn, store_id, manifest_id) if manifest_id else {}
-        if row.status == "completed" and llm.get("complete"):
-            baseline = seen
-            break
-        for call in repo.model_calls(conn, store_id, row.id):
-            if call.status == _failed():
-                continue  # its reply was not used: its notes are still to be planned
-            for path in call.notes.get("paths", []):
-                sent.setdefault(path, seen.get(path))
-    return {
-        path for path, note in view.notes.items()
-        if (baseline or {}).get(path) != note.hash and sent.get(path) != note.hash
-    }  # fmt: skip
-
-
-def plan_with_model(app: App, store: StoreConfig, view: StoreView, now: dt.datetime, changed: set[str]) -> LLMOutcome:
-    """Run the LLM planner on what changed; a model failure is recorded, not raised."""
+def plan_with_model(app: App, store: StoreConfig, view: StoreView, now: dt.datetime, changed: set[str], ledger: Ledger) -> LLMOutcome:
+    """Run the LLM planner on what is due and open; a model failure is recorded, not raised."""
     from daemon.core.errors import PlannerError
+    from daemon.planners.llm.candidates import Group
     from daemon.planners.llm.planner import LLMPlanner
 
     settings = store.llm
@@ -126,15 +106,36 @@ def plan_with_model(app: App, store: StoreConfig, view: StoreView, now: dt.datet
     counter = getattr(client, "count_tokens", None)
     count_tokens = (lambda text: counter(text, settings)) if counter else (lambda text: len(text) // 4)
     planner = LLMPlanner(client, settings, count_tokens, prompt_dir=settings.prompt_dir)
-    outcome = LLMOutcome(changed=len(changed))
+    pending = [Group(paths, reasons, ()) for paths, reasons in ledger.pending(view)]
+    outcome = LLMOutcome(changed=len(changed), pending=len(pending))
     excluded = lambda path: matches(path, store.llm_exclude)  # noqa: E731 - a one-line predicate
     try:
-        outcome.plan = planner.plan(view, now, changed, set(due_notes(view, now, app.config.planner)), excluded)
+        outcome.plan = planner.plan(view, now, changed, set(due_notes(view, now, app.config.planner)), excluded, pending)
         outcome.calls = list(outcome.plan.calls)
     except PlannerError as exc:
         outcome.error = exc.one_line()
         outcome.calls = list(getattr(exc, "calls", []))
+        outcome.plan = getattr(exc, "partial", None)
     return outcome
+
+
+def take_in(ledger: Ledger, view: StoreView, outcome: LLMOutcome) -> tuple[list[Any], list[str]]:
+    """What the model was shown this pass, into ``ledger``: the rows to write and keys to drop."""
+    plan = outcome.plan
+    if plan is None:
+        return [], []
+    held = [g.paths for g in plan.groups_shown] + [tuple(g) for g in plan.unfit]  # too big for a call: closed, not open
+    opened = [(g.paths, g.reasons) for g in plan.open_groups]
+    return ledger.record(view, plan.shown, held, opened)
+
+
+def record_ledger(conn: Connection, store_id: int, pass_id: int, ledger: Ledger, view: StoreView, outcome: LLMOutcome, now: dt.datetime) -> None:
+    """Write what the model was shown this pass (failed passes too: what it read, it read)."""
+    from daemon.db.ledger import save_ledger
+
+    rows, gone = take_in(ledger, view, outcome)
+    if rows or gone:
+        save_ledger(conn, store_id, pass_id, now, rows, gone)
 
 
 def record_calls(conn: Connection, store_id: int, pass_id: int, calls: list[Any], now: dt.datetime) -> None:

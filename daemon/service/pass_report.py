@@ -78,6 +78,8 @@ class PassReport:
         counts = ", ".join(f"{self.count(s)} {s}" for s in SUMMARY_STATES if self.count(s))
         partial = f" (partial: out of time while {self.capped}; the next pass goes on)" if self.capped else ""
         model = f" (LLM part incomplete: {self.model_failure})" if self.model_failure else ""
+        left = coverage_left((self.llm or {}).get("coverage")) if not self.model_failure else None
+        model += f" (model: {left})" if left else ""
         return f"{self.store}: {label}: {self.notes} notes, {counts or 'no proposals'}{partial}{model}"
 
     @property
@@ -95,6 +97,21 @@ class PassReport:
         return {**stats, **extra}
 
 
+def coverage_left(coverage: dict[str, Any] | None) -> str | None:
+    """What the model is still to be shown, in words; None when nothing is (or no model ran)."""
+    if not coverage:
+        return None
+    left, opened, passes = coverage.get("left", 0), coverage.get("groups_open", 0), coverage.get("passes_left", 0)
+    if not left and not opened:
+        return None
+    parts = [f"{coverage.get('shown', 0)} of {coverage.get('due', 0)} due notes shown"]
+    if opened:
+        parts.append(f"{opened} group{'s' if opened != 1 else ''} of related notes not yet shown together")
+    more = passes + (1 if opened and not left else 0)
+    parts.append(f"the rest at the next pass{'es' if more > 1 else ''}" + (f" (about {more} more)" if more > 1 else ""))
+    return "; ".join(parts)
+
+
 def fingerprint_of(app: App, store: StoreConfig) -> str:
     """What the planning of a pass depends on besides the notes: detectors and their
     versions, the layout, the model, the policy (a change in any is worth a pass)."""
@@ -110,7 +127,13 @@ def fingerprint_of(app: App, store: StoreConfig) -> str:
 
 
 def model_unfinished(store: StoreConfig, last_stats: dict[str, Any] | None) -> bool:
-    """Whether the last pass left model work undone (a budget stopped it): then an unchanged
-    store is passed over again."""
-    llm = (last_stats or {}).get("llm") if store.llm is not None else None
-    return bool(llm) and not llm.get("complete", True)
+    """Whether the last pass left model work undone (due notes not shown, a budget stopped
+    it, related notes never shown together): then an unchanged store is passed over again."""
+    return store.llm is not None and llm_unfinished((last_stats or {}).get("llm"))
+
+
+def llm_unfinished(llm: dict[str, Any] | None) -> bool:
+    """Whether a pass's model part (its ``llm`` stats) left due notes or open groups."""
+    if not llm:
+        return False
+    return not llm.get("complete", True) or bool((llm.get("coverage") or {}).get("groups_open"))

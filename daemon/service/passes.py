@@ -189,15 +189,18 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
     report.findings = findings(store, observed.view)
     _store_all(app, store, store_id, pass_id, _plan(app, store, observed, now, remembered, caps, progress), report, now)
     if store.llm is not None and not caps.expired("asking the model"):
-        from daemon.service.llm_pass import changed_since_last_llm_pass, plan_with_model, record_calls
+        from daemon.db.ledger import ledger_rows
+        from daemon.service.coverage import Ledger
+        from daemon.service.llm_pass import plan_with_model, record_calls, record_ledger
         from daemon.service.proposing import make_proposals, refused_planned
 
         with app.engine().connect() as conn:
-            changed = changed_since_last_llm_pass(conn, store_id, observed.view)
-        llm = plan_with_model(app, store, observed.view, now, changed)
+            ledger = Ledger.of(ledger_rows(conn, store_id))
+        llm = plan_with_model(app, store, observed.view, now, ledger.due(observed.view), ledger)
         report.llm = llm.stats()
         with app.engine().begin() as conn:
             record_calls(conn, store_id, pass_id, llm.calls, now)
+            record_ledger(conn, store_id, pass_id, ledger, observed.view, llm, now)
             report.outcomes += store_planned(app, conn, store_id, pass_id, [refused_planned(r, observed.view) for r in llm.refusals], now)
         if llm.error:
             with app.engine().begin() as conn:  # kept on the failed pass: what was sent counts next time
@@ -312,24 +315,31 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime, progress: Progress)
 
 def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any, caps: Caps, progress: Progress) -> None:
     """The dry run's planning, duplicate and suppression marks read through ``engine``."""
+    from daemon.service.coverage import Ledger
+
     remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     store_row = None
-    changed = set(observed.view.notes)
+    ledger = app.ledgers.setdefault(store.name, Ledger()) if app.ledgers is not None else None
+    changed = ledger.due(observed.view) if ledger is not None else set(observed.view.notes)
     if engine is not None:
-        from daemon.service.llm_pass import changed_since_last_llm_pass
+        from daemon.db.ledger import ledger_rows
 
         with engine.connect() as conn:
             store_row = repo.find_store(conn, store.name)
             if store_row:
                 remembered = _remembered(conn, store_row.id)
-                changed = changed_since_last_llm_pass(conn, store_row.id, observed.view)
+                if ledger is None:
+                    ledger = Ledger.of(ledger_rows(conn, store_row.id))
+                    changed = ledger.due(observed.view)
     planned: Iterator[Planned] = _plan(app, store, observed, now, remembered, caps, progress)
     if store.llm is not None and not caps.expired("asking the model"):
-        from daemon.service.llm_pass import plan_with_model
+        from daemon.service.llm_pass import plan_with_model, take_in
         from daemon.service.proposing import make_proposals, refused_planned
 
-        llm = plan_with_model(app, store, observed.view, now, changed)
+        llm = plan_with_model(app, store, observed.view, now, changed, ledger or Ledger())
         report.llm = llm.stats()
+        if app.ledgers is not None and ledger is not None:  # a run of dry passes carries what it showed
+            take_in(ledger, observed.view, llm)
         if llm.error:
             raise PlannerError(f"the model part of the pass failed: {llm.error}")
         model_items = [refused_planned(r, observed.view) for r in llm.refusals]

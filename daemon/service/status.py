@@ -68,6 +68,9 @@ def _pass_view(row: Any) -> dict[str, Any]:
         "by": row.actor, "new": stats.get("pending", 0), "refused": stats.get("refused", 0), "notes": stats.get("notes"),
         "tokens": (llm.get("prompt_tokens", 0) + llm.get("completion_tokens", 0)) if llm else 0, "cost": llm.get("cost") if llm else None,
     }  # fmt: skip
+    coverage = llm.get("coverage") if llm else None
+    if coverage:
+        view["coverage"] = {k: coverage.get(k, 0) for k in ("due", "shown", "left", "groups", "groups_shown", "groups_open", "passes_left")}
     if row.error:
         view["error"] = row.error
     return view

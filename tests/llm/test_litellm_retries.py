@@ -77,7 +77,7 @@ def test_context_window_error_says_what_to_lower(client, http) -> None:
     http.post(OPENAI_URL).mock(return_value=reply(400, "openai_error_context"))
     with pytest.raises(ModelRequestError, match="ContextWindowExceededError") as info:
         client.complete(request(), settings())
-    assert info.value.hint == "lower tokens_per_call"
+    assert info.value.hint == "the model reads less than dreamd assumed: set context_window (or tokens_per_call) in [llm]"
 
 
 def test_anthropic_overloaded_is_retried(client, http, sleeps) -> None:

@@ -192,7 +192,7 @@ def select(
     rank = _Rank(view, at, near)
     groups = [g for m, reason in raw if len(m) > 1 and m & anchors for g in rank.cap(m, reason, anchors, max_group)]
     groups += [Group((p,), ("falls due",), (p,), min_size=1) for p in sorted(anchors & set(due))]
-    return _dedupe(groups)
+    return dedupe(groups)
 
 
 class _Rank:
@@ -216,10 +216,16 @@ class _Rank:
         label = f"{reason} ({cap} of {len(paths)}, most related first)"
         out = []
         for a in mine:
-            ranked = newest if by_time else self._similar(members, [a], limit=cap)
+            ranked = self._nearest_in_time(members, a) if by_time else self._similar(members, [a], limit=cap)
             chosen = (a, *[p for p in ranked if p != a][: cap - 1])
             out.append(Group(chosen, (label,), tuple(p for p in chosen if p in anchors)))
         return out
+
+    def _nearest_in_time(self, members: list[str], anchor: str) -> list[str]:
+        """Members newest first, and among notes of one time (a checkout gives every file the
+        same mtime) the nearest to the anchor in path order: week7 next to week6 and week8."""
+        at = {p: i for i, p in enumerate(members)}
+        return sorted(members, key=lambda p: (-note_time(self.view.notes[p]), abs(at[p] - at[anchor]), p))
 
     def _similar(self, members: list[str], anchors: list[str], limit: int | None = None) -> list[str]:
         """Members by their best estimated similarity to the anchors, ties by path."""
@@ -229,7 +235,7 @@ class _Rank:
         return [members[int(i)] for i in order[:limit]]
 
 
-def _dedupe(groups: list[Group]) -> list[Group]:
+def dedupe(groups: list[Group]) -> list[Group]:
     """Equal groups become one (reasons joined); a group inside another is dropped."""
     by_set: dict[frozenset[str], Group] = {}
     for g in groups:

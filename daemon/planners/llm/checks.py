@@ -16,6 +16,10 @@ every Draft (detector or model) goes through later:
   note) and states nothing the notes do not (a number or mostly new words: refused), and is
   checked for loss: a merge that drops a sentence without saying why is kept but marked
   ``lossy``, which no policy may accept on its own;
+- a merge whose ``merged_body`` is null is an edit script, "keep every line of these notes":
+  dreamd writes the lossless union itself (the survivor's text, then each line of the others
+  it lacks, as the near-duplicate detector does), so a merge of long notes costs the reply a
+  few tokens instead of a rewrite of both;
 - a merge may fold its notes into a new note (``new_path``, ``new_title``): a plain, unused
   markdown path the agent reads (``newnote``);
 - a merge with a note related to none of its others (no content word of its text or name
@@ -45,12 +49,14 @@ from daemon.planners.llm.newnote import clean_title, new_note_data, path_problem
 from daemon.planners.llm.prompts import unescape_data
 from daemon.planners.llm.redact import has_marker
 from daemon.planners.llm.schema import ModelProposal
+from daemon.planners.merge import additions, merged_data
 from daemon.planners.survivor import choose
 
 MIN_QUOTE = 4  # characters: shorter "quotes" match almost anywhere
 DERIVED_CONFIDENCE = 0.5  # at most, when dreamd chose the evidence lines itself
 UNRELATED_CONFIDENCE = 0.5  # at most, for a merge with a note that shares nothing with the rest
 MAX_RATIONALE = 1500
+MAX_BODY_BYTES = 1 << 20  # a merged body over a scan's default note limit (1 MiB) is refused
 
 
 @dataclass(frozen=True)
@@ -202,20 +208,16 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
     if new_path and p.survivor:
         raise _Refused("a merge gives either survivor (an existing note) or new_path (a new note), not both")
     survivor = new_path or _one(p.survivor, notes, sent, "survivor")
-    body = unescape_data(p.merged_body or "")
-    if not body.strip():
-        raise _Refused("a merge must give merged_body, the survivor's new text")
-    if has_marker(body):
-        raise _Refused(f"merged_body holds a redaction marker; applying it would write [REDACTED] into {survivor}")
-    if frontmatter.split(body.encode("utf-8")).has_frontmatter:
-        raise _Refused("merged_body starts with a frontmatter block; it must be the body only")
     if not evidence:
         raise _Refused("a merge must quote at least one line showing the notes say the same thing")
+    union = p.merged_body is None or not p.merged_body.strip()
+    body = "" if union else _checked_body(unescape_data(p.merged_body or ""), survivor)
     bodies = [sent.body(n) for n in notes]
-    added = invented(bodies, body)
-    if added:
-        raise _Refused(f"merged_body states what none of the merged notes says: “{_short(added[0])}”")
-    missing = uncovered(bodies, body, [(d.text, d.reason) for d in p.dropped])
+    if not union:
+        added = invented(bodies, body)
+        if added:
+            raise _Refused(f"merged_body states what none of the merged notes says: “{_short(added[0])}”")
+    missing = [] if union else uncovered(bodies, body, [(d.text, d.reason) for d in p.dropped])
     rationale = _clean(p.rationale)
     stranger = _unrelated(notes, sent)
     if stranger is not None:
@@ -227,20 +229,51 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
             f"{'are' if len(missing) > 1 else 'is'} neither in the merged text nor listed as dropped, "
             f"e.g. “{_short(missing[0])}”."
         )
+    if union:
+        rationale += f" {UNION}"
     if new_path:
+        if union:
+            body = _union_body([sent.view.notes[n] for n in notes])
         return _merge_into_new(p, notes, evidence, confidence, sent, source, rationale, body, bool(missing))
     kept = choose(sent.view, [sent.view.notes[n] for n in notes])
     if kept is not None and kept.survivor.path != survivor:  # the store's references decide, not the model
         rationale += f" The merged text goes into {kept.survivor.path}, not {survivor} as the model said: {kept.why}."
         survivor = kept.survivor.path
     note = sent.view.notes[survivor]
-    data = _survivor_data(note, body)
     retire = tuple(n for n in notes if n != survivor)
+    if union:
+        data = merged_data(note, additions(note, [sent.view.notes[n] for n in retire])) or note.data
+    else:
+        data = _survivor_data(note, body)
     return Draft(
         kind=MERGE, source=source, confidence=confidence, title=f"Merge {', '.join(retire)} into {survivor}",
         rationale=rationale, evidence=evidence, retire=retire, survivor=survivor,
         survivor_data=None if data == note.data else data, lossy=bool(missing),
     )  # fmt: skip
+
+
+UNION = "The merged text is dreamd's lossless union (the model gave no merged_body): the survivor's text, then every line of the others it lacks."
+
+
+def _checked_body(body: str, survivor: str) -> str:
+    """A merged_body the model wrote, refused when applying it would write what must not be."""
+    size = len(body.encode("utf-8"))
+    if size > MAX_BODY_BYTES:
+        raise _Refused(f"merged_body is {size:,} bytes, over the {MAX_BODY_BYTES:,} a note may be")
+    if has_marker(body):
+        raise _Refused(f"merged_body holds a redaction marker; applying it would write [REDACTED] into {survivor}")
+    if frontmatter.split(body.encode("utf-8")).has_frontmatter:
+        raise _Refused("merged_body starts with a frontmatter block; it must be the body only")
+    return body
+
+
+def _union_body(notes: list[Note]) -> str:
+    """A new note's body when the model gave none: the first note's body, then every line of
+    the others it lacks (the notes' own text, never what redaction made of it)."""
+    first, rest = notes[0], notes[1:]
+    added = additions(first, rest)
+    lines = [first.body.rstrip("\n"), *(line for path in added for line in added[path])]
+    return "\n".join(lines) + "\n"
 
 
 def _unrelated(notes: tuple[str, ...], sent: Sent) -> str | None:

@@ -74,6 +74,7 @@ class PromptBatch:
     groups: tuple[PromptGroup, ...]
     today: str
     ids: Mapping[str, str]
+    reply_tokens: int = 0  # the reply's room, told to the model (0: not said)
 
 
 @dataclass(frozen=True)
@@ -84,14 +85,14 @@ class Rendered:
     template_hash: str
 
 
-def prompt_batch(batch: Batch, texts: Mapping[str, str], view: StoreView, now: dt.datetime) -> PromptBatch:
+def prompt_batch(batch: Batch, texts: Mapping[str, str], view: StoreView, now: dt.datetime, reply_tokens: int = 0) -> PromptBatch:
     """Give each note of the call a short id (n1, n2, ... in order) and escape it."""
     ids = {path: f"n{i}" for i, path in enumerate(batch.paths, 1)}
     notes = tuple(
         PromptNote(ids[p], html.escape(p, quote=True), escape_data(texts[p].rstrip("\n")), view.notes[p].pinned) for p in batch.paths
     )
-    groups = tuple(PromptGroup(tuple(ids[p] for p in g.paths), g.reasons) for g in batch.groups)
-    return PromptBatch(notes, groups, now.date().isoformat(), {i: p for p, i in ids.items()})
+    groups = tuple(PromptGroup(tuple(ids[p] for p in g.paths), g.reasons) for g in batch.hints)
+    return PromptBatch(notes, groups, now.date().isoformat(), {i: p for p, i in ids.items()}, reply_tokens)
 
 
 @dataclass(frozen=True)
@@ -105,13 +106,13 @@ class Templates:
     hash: str
 
     def render(self, batch: PromptBatch) -> Rendered:
-        values = {"notes": batch.notes, "groups": batch.groups, "today": batch.today}
+        values = {"notes": batch.notes, "groups": batch.groups, "today": batch.today, "reply_tokens": batch.reply_tokens}
         parts = []
         for label, template in ((SYSTEM, self.system), (USER, self.user)):
             try:
                 parts.append(template.render(values))
             except jinja2.UndefinedError as exc:
-                raise ConfigError(f"prompt template {self.folder / label}: {exc.message}", hint="variables: notes, groups, today") from None
+                raise ConfigError(f"prompt template {self.folder / label}: {exc.message}", hint="variables: notes, groups, today, reply_tokens") from None
             except jinja2.TemplateError as exc:
                 raise ConfigError(f"prompt template {self.folder / label} failed: {exc}") from None
         return Rendered(parts[0], parts[1], self.name, self.hash)

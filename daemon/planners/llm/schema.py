@@ -27,6 +27,8 @@ from daemon.core.errors import ModelBadOutputError
 
 VERSION = 1
 _MAX_REASON = 240
+MAX_REPLY_BYTES = 2 << 20  # a reply longer than this is not read at all (64k tokens are ~256 KB)
+MAX_PROPOSALS = 100  # a reply's proposals past this many are not read (and are said to be)
 
 
 class _Strict(BaseModel):
@@ -107,11 +109,27 @@ def _schema_reason(exc: pydantic.ValidationError) -> str:
     return f"does not match the reply schema: {where}: {first['msg']}{more}"
 
 
+class ReplyTooLargeError(ModelBadOutputError):
+    """A reply over ``MAX_REPLY_BYTES``: no repair turn is asked for (it would be as long)."""
+
+
 def parse_reply(text: str) -> Reply:
-    """The reply as models; raises ModelBadOutputError (and nothing else) when it is not
-    exactly one JSON object of the schema. A single surrounding code fence is tolerated."""
+    """The reply as models (see ``read_reply``), its proposals past ``MAX_PROPOSALS`` dropped."""
+    return read_reply(text)[0]
+
+
+def read_reply(text: str) -> tuple[Reply, int]:
+    """The reply as models, and how many proposals past ``MAX_PROPOSALS`` were not read.
+
+    Raises ModelBadOutputError (and nothing else) when it is not exactly one JSON object of
+    the schema (ReplyTooLargeError when it is over ``MAX_REPLY_BYTES``, checked before any
+    parsing). A single surrounding code fence is tolerated.
+    """
     if not isinstance(text, str) or not text.strip():
         raise ModelBadOutputError("the reply is empty")
+    size = len(text.encode("utf-8", errors="replace")) if len(text) * 4 > MAX_REPLY_BYTES else len(text)
+    if size > MAX_REPLY_BYTES:
+        raise ReplyTooLargeError(f"the reply is {size:,} bytes, over the {MAX_REPLY_BYTES:,} a reply may be; none of it is read")
     fenced = _FENCE.match(text)
     body = fenced.group(1) if fenced else text
     try:
@@ -125,8 +143,12 @@ def parse_reply(text: str) -> Reply:
     version = data.get("v", VERSION)  # a missing "v" is reported by the schema below
     if type(version) is not int or version != VERSION:
         raise ModelBadOutputError(_one_line(f"the reply has version {version!r}; expected {VERSION}"))
+    unread = 0
+    if isinstance(data.get("proposals"), list) and len(data["proposals"]) > MAX_PROPOSALS:
+        unread = len(data["proposals"]) - MAX_PROPOSALS
+        data = {**data, "proposals": data["proposals"][:MAX_PROPOSALS]}
     try:
-        return Reply.model_validate(data)
+        return Reply.model_validate(data), unread
     except pydantic.ValidationError as exc:
         raise ModelBadOutputError(_one_line(_schema_reason(exc))) from None
     except RecursionError:

@@ -113,7 +113,5 @@ def fixed_tokens(settings: ModelSettings) -> int:
     """Tokens of a call's prompt with no notes (instructions and schema), as the planner counts them with ``tokens``."""
     from daemon.llm.fakes import FakeModel
     from daemon.planners.llm.planner import LLMPlanner
-    from daemon.planners.llm.prompts import PromptBatch, load_templates
 
-    empty = load_templates(settings.prompt_dir).render(PromptBatch((), (), "2026-06-01", {}))
-    return LLMPlanner(FakeModel(), settings, tokens)._estimate(empty.system, empty.user)
+    return LLMPlanner(FakeModel(), settings, tokens).fixed_tokens()

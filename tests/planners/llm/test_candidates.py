@@ -1,11 +1,10 @@
-"""Candidate selection (changed/due only, never private or excluded) and call packing."""
+"""Candidate selection: changed/due only, never private or excluded (packing: test_packing.py)."""
 
 from __future__ import annotations
 
 import random
 
 from daemon.planners.llm.candidates import MAX_GROUP, STATUS, is_private, select
-from daemon.planners.llm.packing import GROUP_OVERHEAD, NOTE_OVERHEAD, pack
 
 from ..factory import note, prose, view
 from .store import excluded, store, tokens
@@ -92,47 +91,3 @@ def test_selection_is_bounded_on_a_big_store() -> None:
     assert paths(groups) <= {n.path for n in notes}
     assert len(paths(groups)) <= len(changed) * MAX_GROUP
     assert all(set(g.paths) & changed for g in groups)
-
-
-def texts_of(n: int, size: int) -> dict[str, str]:
-    return {f"p{i}.md": "x" * size for i in range(n)}
-
-
-def group(*ps: str, min_size: int = 2):  # noqa: ANN201
-    from daemon.planners.llm.candidates import Group
-
-    return Group(tuple(ps), ("test",), ps[:1], min_size=min_size)
-
-
-def cost(path: str, size: int) -> int:
-    return size // 4 + len(path) // 4 + NOTE_OVERHEAD
-
-
-def test_pack_fills_calls_under_the_budget_and_sends_shared_notes_once() -> None:
-    texts = texts_of(6, 400)
-    per = cost("p0.md", 400)
-    budget = GROUP_OVERHEAD * 2 + per * 3
-    packing = pack([group("p0.md", "p1.md"), group("p1.md", "p2.md"), group("p3.md", "p4.md"), group("p5.md", "p0.md")], texts, tokens, budget)
-    # p1 is shared by the first two groups and sent once; the last group needs a call of its own
-    assert [b.paths for b in packing.batches] == [("p0.md", "p1.md", "p2.md"), ("p3.md", "p4.md"), ("p5.md", "p0.md")]
-    assert [len(b.groups) for b in packing.batches] == [2, 1, 1]
-    assert all(b.tokens <= budget for b in packing.batches)
-    assert not packing.skipped
-
-
-def test_a_group_too_big_is_truncated_with_a_flag_never_silently() -> None:
-    texts = texts_of(4, 400)
-    per = cost("p0.md", 400)
-    packing = pack([group("p0.md", "p1.md", "p2.md", "p3.md")], texts, tokens, GROUP_OVERHEAD + per * 2)
-    (batch,) = packing.batches
-    assert batch.paths == ("p0.md", "p1.md")
-    assert batch.groups[0].truncated == ("p2.md", "p3.md")
-
-
-def test_a_group_that_cannot_keep_two_notes_is_skipped_with_a_sentence() -> None:
-    texts = {"big.md": "x" * 4000, "p1.md": "x" * 40}
-    packing = pack([group("big.md", "p1.md")], texts, tokens, 300)
-    assert packing.batches == ()
-    assert packing.skipped and "big.md" in packing.skipped[0] and "300 tokens" in packing.skipped[0]
-    due_alone = pack([group("p1.md", min_size=1)], texts, tokens, 300)
-    assert [b.paths for b in due_alone.batches] == [("p1.md",)]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from daemon.core.changes import build
 from daemon.core.proposals import Draft, Evidence
 from daemon.core.validate import refusal
@@ -153,12 +155,37 @@ def test_a_redaction_marker_in_merged_body_is_refused() -> None:
     assert isinstance(result, Refusal) and "redaction marker" in result.reason
 
 
-def test_merge_needs_survivor_body_evidence_and_two_notes() -> None:
+def test_merge_needs_survivor_evidence_and_two_notes() -> None:
     assert "survivor" in _reason(merge(survivor="n3"))
-    assert "merged_body" in _reason(merge(merged_body="  "))
     assert "quote" in _reason(merge(evidence=[]))
     assert "two" in _reason(merge(notes=["n1", "n1"]))
     assert "frontmatter" in _reason(merge(merged_body="---\ntitle: x\n---\nbody\n"))
+
+
+@pytest.mark.parametrize("body", [None, "  "])
+def test_a_merge_without_a_body_is_dreamds_lossless_union_of_the_notes(body) -> None:
+    """An edit script ("keep every line of these notes"): the survivor's bytes stay, each line of
+    the other note it lacks is added after them, nothing is lost and the rationale says so."""
+    from daemon.planners.llm.checks import UNION
+
+    v = store()
+    draft = merge(merged_body=body)
+    assert isinstance(draft, Draft) and not draft.lossy and UNION in draft.rationale
+    survivor, other = v.notes["notes/build.md"], v.notes["notes/build-howto.md"]
+    assert draft.survivor_data is not None and draft.survivor_data.startswith(survivor.data)
+    text = draft.survivor_data.decode()
+    assert all(line in text for line in other.body.splitlines() if line.strip())
+    assert refusal(draft, build(draft, v, NOW), v) is None
+
+
+def test_a_merge_into_a_new_note_without_a_body_holds_every_line_of_both() -> None:
+    v = store()
+    sent = sent_for(v, "notes/build.md", "notes/build-howto.md")
+    draft = check(proposal("merge", survivor=None, new_path="notes/build-guide.md", new_title="Build guide", merged_body=None, evidence=BOTH), sent, SOURCE)
+    assert isinstance(draft, Draft) and draft.create and draft.create[0][0] == "notes/build-guide.md"
+    text = draft.create[0][1].decode()
+    for path in ("notes/build.md", "notes/build-howto.md"):
+        assert all(line in text for line in v.notes[path].body.splitlines() if line.strip()), path
 
 
 def test_pinned_survivor_passes_the_checks_but_the_foundation_refuses_the_change() -> None:
@@ -287,3 +314,10 @@ def test_notes_sharing_no_word_but_a_candidate_group_keep_the_models_confidence(
     """Notes a candidate group put together (shared rare terms, names, a series) are related: the confidence stands."""
     draft = _lumped(related=(frozenset({"deploy.md", "deploy-api.md", "plants.md"}),))
     assert isinstance(draft, Draft) and draft.confidence == 0.95
+
+
+def test_a_merged_body_over_a_notes_limit_is_refused_in_one_line() -> None:
+    from daemon.planners.llm.checks import MAX_BODY_BYTES
+
+    reason = _reason(merge(merged_body=FULL_MERGE + "x" * MAX_BODY_BYTES))
+    assert reason.startswith("merged_body is ") and reason.endswith(f"over the {MAX_BODY_BYTES:,} a note may be")

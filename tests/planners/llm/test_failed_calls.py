@@ -53,12 +53,41 @@ def test_the_notes_of_a_failed_call_are_sent_again_at_the_next_pass(make_store, 
     assert run_pass(app, store).status == "skipped" and len(model.requests) == 3
 
 
-@pytest.mark.parametrize(("kwargs", "said"), [({"finish_reason": "length"}, "cut off"), ({"refusal": "I cannot help."}, "refused")])
-def test_a_truncated_or_refused_reply_is_incomplete_too(make_store, make_app, kwargs, said):
-    model = FakeModel().enqueue(EMPTY, **kwargs)
+def test_a_refused_reply_is_incomplete_too(make_store, make_app):
+    model = FakeModel().enqueue(EMPTY, refusal="I cannot help.")
     _, app, store = setup(make_store, make_app, model)
     report = run_pass(app, store)
-    assert report.llm["complete"] is False and said in report.llm["incomplete"]
+    assert report.llm["complete"] is False and "refused" in report.llm["incomplete"]
+
+
+def test_a_reply_cut_off_is_asked_again_in_less_room_and_never_taken_for_no_proposals(make_store, make_app):
+    """Cut at its room, the same notes are asked again with merges as edit scripts; that answer counts."""
+    model = FakeModel().enqueue('{"v": 1, "proposals": [{"kind": "mer', finish_reason="length").enqueue(EMPTY)
+    _, app, store = setup(make_store, make_app, model)
+    report = run_pass(app, store)
+    assert [r.key for r in model.requests] == [model.requests[0].key] * 2
+    assert "merged_body to null" in model.requests[1].extra_messages[-1]["content"]
+    assert report.llm["complete"] is True and report.llm["coverage"]["left"] == 0
+
+
+def test_a_reply_cut_off_twice_is_split_into_smaller_calls_that_show_every_note(make_store, make_app):
+    model = FakeModel().enqueue("{", finish_reason="length").enqueue("{", finish_reason="length").enqueue(EMPTY).enqueue(EMPTY)
+    _, app, store = setup(make_store, make_app, model)
+    report = run_pass(app, store)
+    first, *halves = [r.key.split("|") for r in model.requests[1:]]
+    assert len(halves) == 2 and sorted(halves[0] + halves[1]) == sorted(model.requests[0].key.split("|"))
+    assert all("merged_body to null" in r.extra_messages[0]["content"] for r in model.requests[2:])
+    assert report.llm["complete"] is True and report.llm["failed_calls"] == 0 and report.llm["coverage"]["shown"] == 4
+
+
+def test_a_single_note_cut_off_even_in_less_room_fails_and_stays_due(make_store, make_app):
+    model = FakeModel().enqueue("{", finish_reason="length").enqueue("{", finish_reason="length")
+    root = make_store({"only.md": BUILD})
+    config = parse_config({"llm": {"model": "openai/test-model"}, "stores": [{"name": "s", "path": str(root), "preset": "generic"}]})
+    app = make_app(config)
+    app.model_client = lambda settings: model
+    report = run_pass(app, config.stores["s"])
+    assert report.llm["complete"] is False and "cut off" in report.llm["incomplete"] and report.llm["coverage"]["left"] == 1
 
 
 def test_status_shows_why_the_last_passes_llm_part_is_incomplete(make_store, make_app):
@@ -69,13 +98,38 @@ def test_status_shows_why_the_last_passes_llm_part_is_incomplete(make_store, mak
     assert (last["status"], last["error"]) == ("completed", report.llm["incomplete"])
 
 
-def test_a_budget_stop_is_not_a_failure(make_store, make_app):
-    """Stopping at tokens_per_pass is planned work left for later, not a failed call: no error is recorded."""
-    _, app, store = setup(make_store, make_app, FakeModel())
-    store = store.__class__(**{**store.__dict__, "llm": store.llm.__class__(**{**store.llm.__dict__, "tokens_per_pass": 100})})
+def _two_calls(store, pass_calls: int):  # noqa: ANN001, ANN202
+    """The store's settings with a call too small for the whole store (two pairs: two calls)
+    and a pass budget for ``pass_calls`` of them."""
+    import dataclasses
+
+    from daemon.planners.llm.planner import LLMPlanner
+
+    small = dataclasses.replace(store.llm, max_output_tokens=300, tokens_per_call=10_000)
+    fixed = LLMPlanner(FakeModel(), small, lambda text: len(text) // 4).fixed_tokens()
+    call = fixed + 120
+    llm = dataclasses.replace(small, tokens_per_call=call, tokens_per_pass=call + 300 + (pass_calls - 1) * (call + 300) + 150)
+    return dataclasses.replace(store, llm=llm)
+
+
+def test_a_budget_stop_is_not_a_failure_and_the_next_pass_goes_on(make_store, make_app, clock):
+    """Stopping at tokens_per_pass is planned work left for later, not a failed call: no error is
+    recorded, the pass says how many notes are left, and the next pass shows them."""
+    model = FakeModel().enqueue(EMPTY).enqueue(EMPTY)
+    _, app, store = setup(make_store, make_app, model)
+    store = _two_calls(store, pass_calls=1)
     report = run_pass(app, store)
+    coverage = report.llm["coverage"]
     assert report.llm["complete"] is False and report.llm["failed_calls"] == 0 and report.model_failure is None
+    assert (coverage["due"], coverage["shown"], coverage["left"], coverage["calls_left"], coverage["passes_left"]) == (4, 2, 2, 1, 1)
+    assert report.llm["incomplete"].startswith("2 of 4 due notes not yet shown to the model (token budget reached after 1 of 2 calls")
     assert store_status(app, "s")["last_pass"].get("error") is None
+    clock.advance(hours=1)
+    again = run_pass(app, store)
+    assert again.llm["complete"] is True and again.llm["coverage"]["due"] == 2 and len(model.requests) == 2
+    assert set(model.requests[1].key.split("|")) | set(model.requests[0].key.split("|")) == {"build.md", "build-howto.md", "colour.md", "colour-copy.md"}
+    clock.advance(hours=1)
+    assert run_pass(app, store).status == "skipped" and len(model.requests) == 2
 
 
 def test_after_a_timeout_the_notes_it_carried_are_due_again(make_store, make_app, clock):

@@ -89,12 +89,11 @@ def test_a_failed_repair_fails_the_call_and_yields_nothing() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "error"),
     [
-        ({"finish_reason": "length"}, "cut off"),
         ({"refusal": "I can't help with that."}, "refused"),
         ({"finish_reason": "content_filter"}, "content filter"),
     ],
 )
-def test_truncated_refused_or_filtered_replies_fail_without_repair(kwargs: dict[str, str], error: str) -> None:
+def test_refused_or_filtered_replies_fail_without_repair(kwargs: dict[str, str], error: str) -> None:
     fake = FakeModel().enqueue(reply(MERGE), **kwargs)  # even a parseable text is not used
     result = plan(fake, {"notes/build.md"})
     (call,) = result.calls
@@ -209,3 +208,24 @@ def test_a_due_note_alone_is_sent_for_expiry() -> None:
     result = plan(fake, set(), groups_only(), due={"notes/fonts.md"})
     assert [c.notes for c in result.calls] == [("notes/fonts.md",)]
     assert [d.retire for d in result.drafts] == [("notes/fonts.md",)]
+
+
+def test_a_reply_too_large_fails_its_call_without_a_repair_turn() -> None:
+    from daemon.planners.llm.schema import MAX_REPLY_BYTES
+
+    fake = FakeModel().enqueue(reply(dict(MERGE, merged_body="y" * MAX_REPLY_BYTES)))
+    result = plan(fake, {"notes/build.md"})
+    (call,) = result.calls
+    assert call.status == "failed" and "none of it is read" in (call.error or "") and len(fake.requests) == 1
+    assert result.drafts == [] and result.left  # its notes stay due
+
+
+def test_proposals_past_the_limit_are_said_in_the_calls_record() -> None:
+    from daemon.planners.llm.schema import MAX_PROPOSALS
+
+    expire = {"kind": "soft-expire", "notes": ["n9"], "rationale": "old", "evidence": []}
+    fake = FakeModel().enqueue(reply(*[expire] * (MAX_PROPOSALS + 7)))
+    result = plan(fake, {"notes/build.md"})
+    (call,) = result.calls
+    assert call.status == "ok" and call.error == f"7 proposals past the {MAX_PROPOSALS} a reply may hold were not read"
+    assert len(result.refusals) == MAX_PROPOSALS

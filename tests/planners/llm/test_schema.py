@@ -109,3 +109,27 @@ def test_arbitrary_text_never_crashes_the_parser(text: str) -> None:
         parse_reply(text)
     except ModelBadOutputError:
         pass
+
+
+def test_a_reply_over_its_byte_limit_is_not_parsed_at_all() -> None:
+    """A 16 MB reply is refused on its size, before any JSON is read, and no repair turn is asked."""
+    from daemon.planners.llm.schema import MAX_REPLY_BYTES, ReplyTooLargeError
+
+    body = "x" * (MAX_REPLY_BYTES + 1)
+    text = json.dumps({"v": 1, "proposals": [{"kind": "merge", "notes": ["n1", "n2"], "merged_body": body, "rationale": "r", "confidence": 0.5}]})
+    with pytest.raises(ReplyTooLargeError, match=r"^the reply is [\d,]+ bytes, over the [\d,]+ a reply may be; none of it is read$"):
+        parse_reply(text)
+
+
+def test_proposals_past_the_limit_are_not_read_and_are_counted() -> None:
+    """10,000 proposals: the first MAX_PROPOSALS are read (fast), the rest counted, not validated."""
+    import time
+
+    from daemon.planners.llm.schema import MAX_PROPOSALS, read_reply
+
+    one = {"kind": "soft-expire", "notes": ["n1"], "rationale": "old", "confidence": 0.5}
+    text = json.dumps({"v": 1, "proposals": [one] * 10_000})
+    started = time.monotonic()
+    reply, unread = read_reply(text)
+    assert len(reply.proposals) == MAX_PROPOSALS and unread == 10_000 - MAX_PROPOSALS
+    assert time.monotonic() - started < 5

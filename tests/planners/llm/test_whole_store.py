@@ -1,4 +1,4 @@
-"""The whole-store route: a store that fits one call is sent whole; one that does not is cut into groups."""
+"""The whole-store route: a store that fits one call is sent whole; one that does not is packed in calls."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from daemon.core.validate import refusal
 from daemon.llm.base import ModelSettings
 from daemon.llm.fakes import FakeModel
 from daemon.planners.llm.planner import LLMPlanner
-from daemon.planners.llm.whole import WHOLE
 
 from ..factory import note, view
 from .store import NOW, SETTINGS, excluded, fixed_tokens, reply, store, tokens
@@ -29,7 +28,7 @@ def test_a_store_that_fits_one_call_is_sent_whole_in_one_call() -> None:
     assert request.key == "|".join(SENDABLE) and result.whole_store
     assert sorted(result.calls[0].notes) == list(SENDABLE)
     assert "notes/private.md" not in request.user and "vendor/excluded.md" not in request.user
-    assert f"({WHOLE})" in request.user
+    assert all(f'path="{p}"' in request.user for p in SENDABLE)
 
 
 def test_the_first_ids_are_those_of_the_related_notes() -> None:
@@ -61,13 +60,17 @@ def test_a_store_over_the_call_budget_is_cut_into_groups() -> None:
     assert [r.key for r in fake.requests] == ["notes/build-howto.md|notes/build.md"] and not result.whole_store
 
 
-def test_a_whole_store_call_still_stops_at_the_pass_budget() -> None:
-    """The per-pass token budget applies to the whole-store call like any other: no call, and it says why."""
+def test_a_pass_budget_too_small_for_one_call_is_one_clear_error() -> None:
+    """A tokens_per_pass that cannot hold one call's prompt and reply is refused, naming the key; no call is made."""
+    import pytest
+
+    from daemon.core.errors import BudgetExceededError
+
     fake = FakeModel()
     settings = dataclasses.replace(SETTINGS, tokens_per_pass=fixed_tokens(SETTINGS) + 200)
-    result = plan(fake, {"notes/build.md"}, settings)
-    assert fake.requests == [] and result.calls == []
-    assert result.stopped is not None and result.stopped.startswith("token budget reached after 0 of 1 calls")
+    with pytest.raises(BudgetExceededError, match=r"^tokens_per_pass \d+ leaves no room for one call"):
+        plan(fake, {"notes/build.md"}, settings)
+    assert fake.requests == []
 
 
 STACK = "---\nname: tech_stack\n---\nThe backend is Python 3.12 with FastAPI.\n"
