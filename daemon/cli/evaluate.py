@@ -20,7 +20,9 @@
                source: the detector or model:<model>; reason: why refused (else null)
 
 A store's ``llm`` is ``{calls, prompt_tokens, completion_tokens, cost, truncated, replay_misses,
-model_proposals, stopped, seconds, error}``: cost is null when the model has no price; ``truncated``
+model_proposals, stopped, passes, complete, seconds, error}``: ``passes`` is how many passes the eval
+ran over the store, as a schedule would, until the model had been shown every note and every group
+of related notes together (``complete``: whether it got there within 50); cost is null when the model has no price; ``truncated``
 counts replies cut off at max_output_tokens (none of such a reply is used); ``stopped``
 says where a token or cost budget ended the store's model calls; ``error`` is the one line of a
 model failure (the store then counts as proposing nothing); ``replay_misses`` counts requests a
@@ -34,7 +36,9 @@ candidate selection let the model see (a case never sent, no model can find).
 A score is ``{kinds: {merge|supersede|soft-expire|retire|reindex: {tp, fp, fn, precision, recall, destructive}},
 refused, lossy, destructive: [{kind, title, notes}], false_positives: [{kind, notes}],
 missed: [{kind, notes}], survivor: {agree, labeled}, other_survivor: [{notes, kept, labeled}],
-derived: {proposed, correct}}``; ``derived`` counts "right notes, botched quote": proposals (not
+derived: {proposed, correct}, retire_kind: {agree, labeled}}``; ``retire`` counts a note the labels
+retire as right whether it was superseded or soft-expired, and ``retire_kind`` how many of those
+had the labeled kind; ``derived`` counts "right notes, botched quote": proposals (not
 refused) whose model quote was not verbatim, so dreamd derived the evidence lines (at a lower
 confidence), and how many of them the labels call correct;
 precision and recall are null when undefined (nothing proposed or nothing expected).
@@ -99,14 +103,16 @@ def _pr(c: Any) -> str:
 
 def _labeled_text(report: Any) -> list[str]:
     width = max([len(s.name) for s in report.stores] + [7]) + 2
-    head = f"{'store':<{width}}{'preset':<13}" + "".join(f"{k:<13}" for k in KINDS) + "survivor  derived  refused  lossy  destructive"
-    lines = ["precision/recall per kind ('-': nothing proposed / nothing expected); survivor: merges that kept the note people kept;",
+    head = f"{'store':<{width}}{'preset':<13}" + "".join(f"{k:<13}" for k in KINDS) + "kind   survivor  derived  refused  lossy  destructive"
+    lines = ["precision/recall per kind ('-': nothing proposed / nothing expected); retire: the note retired, either kind;",
+             "kind: right retirements of the labeled kind; survivor: merges that kept the note people kept;",
              "derived: right notes, botched quote (correct/proposed whose evidence dreamd derived: the model's quote was not verbatim)", head]
     for name, preset, score in [(s.name, s.preset, s.score) for s in report.stores] + [("overall", "", report.overall)]:
         cells = "".join(f"{_pr(score.kinds[k]):<13}" for k in KINDS)
+        kind = f"{score.retire_kind.agree}/{score.retire_kind.labeled}" if score.retire_kind.labeled else "-"
         kept = f"{score.survivor.agree}/{score.survivor.labeled}" if score.survivor.labeled else "-"
         derived = f"{score.derived.correct}/{score.derived.proposed}" if score.derived.proposed else "-"
-        lines.append(f"{name:<{width}}{preset:<13}{cells}{kept:<10}{derived:<9}{score.refused:<9}{score.lossy:<7}{len(score.destructive)}")
+        lines.append(f"{name:<{width}}{preset:<13}{cells}{kind:<7}{kept:<10}{derived:<9}{score.refused:<9}{score.lossy:<7}{len(score.destructive)}")
     overall = report.overall
     lines += ["", "overall counts:"]
     harmful = overall.destructive_kinds()
@@ -149,12 +155,14 @@ def model_line(report: Any) -> str:
 def _llm_text(report: Any) -> list[str]:
     """Model calls, tokens and cost per store and overall; failures and budget stops."""
     width = max([len(s.name) for s in report.stores] + [7]) + 2
-    lines = ["", "model calls per store (cost '-': the model has no price; candidates: labeled cases one call showed whole)"]
-    lines.append(f"{'store':<{width}}{'calls':<7}{'prompt':<10}{'completion':<12}{'cost':<10}{'model proposals':<17}{'truncated':<11}{'replay misses':<15}candidates")
+    lines = ["", "model calls per store (cost '-': the model has no price; passes: until every note and group was shown;",
+             "candidates: labeled cases one call showed whole)"]
+    lines.append(f"{'store':<{width}}{'passes':<8}{'calls':<7}{'prompt':<10}{'completion':<12}{'cost':<10}{'model proposals':<17}{'truncated':<11}{'replay misses':<15}candidates")
     total = report.llm
     for name, u in [(s.name, s.llm or {}) for s in report.stores] + [("overall", total)]:
         cells = [_num(u.get("calls", 0)), _num(u.get("prompt_tokens", 0)), _num(u.get("completion_tokens", 0)), _num(u.get("cost"))]
-        line = f"{name:<{width}}{cells[0]:<7}{cells[1]:<10}{cells[2]:<12}{cells[3]:<10}{u.get('model_proposals', 0):<17}{u.get('truncated', 0):<11}{u.get('replay_misses', 0):<15}{_shown(u)}"
+        passes = f"{u.get('passes', 0)}" + ("" if u.get("complete", True) else "+")
+        line = f"{name:<{width}}{passes:<8}{cells[0]:<7}{cells[1]:<10}{cells[2]:<12}{cells[3]:<10}{u.get('model_proposals', 0):<17}{u.get('truncated', 0):<11}{u.get('replay_misses', 0):<15}{_shown(u)}"
         lines.append(line.rstrip())
     if total.get("coverage"):
         c = total["coverage"]

@@ -20,7 +20,9 @@ Scoring (``score``); refused proposals are never predictions, they are counted a
   positive, and the group it failed to match a false negative.
 - supersede, soft-expire: one unit per retired note; (note, kind) equal to a label is a true
   positive; an unlabeled retirement, or one of the other kind, a false positive (and the label a
-  miss). ``retire`` sums the two kinds.
+  miss). ``retire`` counts the note alone: a note the labels retire is a true positive whether it
+  is superseded or soft-expired (the note leaves what the agent reads either way), and
+  ``retire_kind`` says how many of those had the labeled kind.
 - reindex (only when labeled): one unit per store, proposed vs expected.
 - survivor: of the matched merge groups that name a ``survivor``, how many kept that note
   (``other_survivor`` lists the others).
@@ -61,6 +63,7 @@ from daemon.core.errors import ConfigError, PlannerError
 from daemon.core.proposals import MERGE, PENDING, REFUSED
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
 from daemon.service.context import App, utcnow
+from daemon.service.pass_report import llm_unfinished
 from daemon.stores.presets import PRESETS, get_preset
 from daemon.service.scoring import (  # noqa: F401 - re-exported: the eval's public names
     Counts,
@@ -124,6 +127,9 @@ class _StoreClient:
         self.truncated += response.finish_reason == "length"  # cut at max_output_tokens: none of it is used
         return response
 
+    def limits(self, settings: ModelSettings) -> Any:
+        return getattr(self.inner, "limits", lambda _s: None)(settings)
+
     def usage(self) -> dict[str, Any]:
         cost = None if not self.costs or None in self.costs else round(sum(c for c in self.costs if c is not None), 6)
         return {"calls": self.requests, "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": cost, "truncated": self.truncated}
@@ -138,25 +144,41 @@ class LLMRun:
         self.model = {"model": settings.model, "replay": None, "record": None, "recorded_model": None, **(describe or {})}
 
     def __call__(self, store: StoreConfig, now: dt.datetime) -> PlannerResult:
+        """The store's passes, as a schedule would run them, until the model has been shown every
+        note and every group of related notes together (at most ``MAX_PASSES``): one pass when its
+        budget covers the store, more when not. The detectors' proposals are the first pass's (the
+        later ones repeat them); the model's come from every pass."""
         from daemon.service.passes import run_pass
 
         meter = _StoreClient(self.client, store.name)
         absent = Path(tempfile.gettempdir()) / f"dreamd-eval-{uuid.uuid4().hex}" / "absent.db"
-        app = App(config=self.config, db_url=f"sqlite:///{absent}", clock=lambda: now, model_client=lambda _settings: meter)
+        app = App(config=self.config, db_url=f"sqlite:///{absent}", clock=lambda: now, model_client=lambda _settings: meter, ledgers={})
         started = time.monotonic()
+        items: list[Any] = []
+        stats: dict[str, Any] = {}
+        passes = 0
         try:
-            report = run_pass(app, replace(store, llm=self.settings), dry_run=True)
+            while passes < MAX_PASSES:
+                passes += 1
+                report = run_pass(app, replace(store, llm=self.settings), dry_run=True)
+                made = [replace(o.planned, state=o.state) for o in report.outcomes]
+                items += made if passes == 1 else [i for i in made if i.draft.source.startswith("model:")]
+                stats = report.llm or {}
+                if not (stats.get("calls") and llm_unfinished(stats)):
+                    break
         except PlannerError as exc:
-            usage = {**meter.usage(), "replay_misses": meter.misses, "model_proposals": 0, "stopped": None}
+            usage = {**meter.usage(), "replay_misses": meter.misses, "model_proposals": 0, "stopped": None, "passes": passes}
             return PlannerResult([], {**usage, "seconds": round(time.monotonic() - started, 1), "error": exc.one_line()}, exc.one_line(), meter.sent)
         finally:
             app.close()
-        items = _once([replace(o.planned, state=o.state) for o in report.outcomes])
-        stats = report.llm or {}
-        usage = {k: stats.get(k, 0) for k in USAGE} | {"cost": stats.get("cost"), "truncated": meter.truncated, "replay_misses": meter.misses}
+        items = _once(items)
+        usage = meter.usage() | {"replay_misses": meter.misses, "passes": passes, "complete": not llm_unfinished(stats)}
         mine = sum(i.state == PENDING and i.draft.source.startswith("model:") for i in items)
         extra = {"model_proposals": mine, "stopped": stats.get("stopped"), "seconds": round(time.monotonic() - started, 1), "error": None}
         return PlannerResult(items, usage | extra, sent=meter.sent)
+
+
+MAX_PASSES = 50  # an eval's passes over one store; a store needing more says it is not covered
 
 
 def _once(items: list[Any]) -> list[Any]:
@@ -190,7 +212,7 @@ def llm_planner(config: Config, *, settings: ModelSettings | None = None, client
 PLANNERS = ("rules", "llm", "oracle")
 NO_MODEL_HINT = "give --model NAME (with --api-base URL for a local server), --replay FILE, or an [llm] table in the --config file"
 # what shapes the groups, the packing and the budgets: a replay must use the recording's values
-RECORDED = ("model", "api_base", "temperature", "timeout_s", "retries", "max_output_tokens", "tokens_per_call", "tokens_per_pass", "cost_per_pass")
+RECORDED = ("model", "api_base", "temperature", "timeout_s", "retries", "max_output_tokens", "tokens_per_call", "tokens_per_pass", "context_window", "cost_per_pass")
 
 
 @dataclass

@@ -27,6 +27,7 @@ from daemon.core import frontmatter
 from daemon.core.proposals import MERGE, SOFT_EXPIRE, SUPERSEDE
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
 from daemon.llm.fakes import estimate_tokens, prompt_text
+from daemon.llm.limits import FALLBACK, ModelLimits
 from daemon.planners.llm.checks import MIN_QUOTE
 from daemon.planners.llm.lossless import uncovered
 from daemon.planners.llm.redact import has_marker, redact
@@ -35,7 +36,8 @@ from daemon.service.scoring import Labels
 MODEL = "oracle"
 SOURCE = f"model:{MODEL}"
 CONFIDENCE = 0.9
-CUT = "the reply was cut off at max_output_tokens: a model cannot answer this call whole"
+CUT = "the reply was cut off at its room: a model cannot answer this call whole"
+WINDOW = ModelLimits(128_000, 16_384, "declared by the oracle: a model with a 128k window and 16k replies")
 
 
 class OracleModel:
@@ -46,13 +48,21 @@ class OracleModel:
         self.answered: dict[str, set[frozenset[str]]] = {}  # store -> cases answered in a reply that was not cut
         self.cut: dict[str, dict[frozenset[str], dict[str, Any]]] = {}  # store -> case -> {kind, notes, reason}
 
+    def limits(self, settings: ModelSettings) -> ModelLimits:
+        """The model the oracle stands for: today's common window, declared (``WINDOW``)."""
+        return WINDOW
+
     def complete(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse:
         store, paths = _scope(request.key)
         labels = self.labels.get(store)
         proposals = _Answer(labels, paths, self.answered.setdefault(store, set())).proposals() if labels else []
-        text = json.dumps({"v": 1, "proposals": [p for _, p in proposals]}, ensure_ascii=False)
+        room = request.max_output_tokens or settings.max_output_tokens or FALLBACK.max_output_tokens or 0
+        text = _reply(proposals)
+        if estimate_tokens(text) > room:  # as a model told its room does: merges as edit scripts
+            proposals = [(cases, {**p, "merged_body": None} if p["kind"] == MERGE else p) for cases, p in proposals]
+            text = _reply(proposals)
         completion = estimate_tokens(text)
-        cut = completion > settings.max_output_tokens
+        cut = completion > room
         lost = self.cut.setdefault(store, {})
         for cases, proposal in proposals:
             for case in cases:
@@ -66,6 +76,10 @@ class OracleModel:
     def lost(self, store: str) -> list[dict[str, Any]]:
         """Cases of ``store`` the oracle answered only in replies cut off at max_output_tokens."""
         return [entry for case, entry in sorted(self.cut.get(store, {}).items(), key=lambda item: sorted(item[0]))]
+
+
+def _reply(proposals: list[tuple[list[frozenset[str]], dict[str, Any]]]) -> str:
+    return json.dumps({"v": 1, "proposals": [p for _, p in proposals]}, ensure_ascii=False)
 
 
 def _scope(key: str) -> tuple[str, frozenset[str]]:

@@ -272,11 +272,13 @@ class Score:
     survivor: Agreement = field(default_factory=Agreement)
     other_survivor: list[dict[str, Any]] = field(default_factory=list)  # {notes, kept, labeled}
     derived: Derived = field(default_factory=Derived)
+    retire_kind: Agreement = field(default_factory=Agreement)  # of the right retirements, those of the labeled kind
 
     def __add__(self, other: Score) -> Score:
         return Score({k: self.kinds[k] + other.kinds[k] for k in SCORED}, self.refused + other.refused, self.lossy + other.lossy,
                      self.destructive + other.destructive, self.false_positives + other.false_positives, self.missed + other.missed,
-                     self.survivor + other.survivor, self.other_survivor + other.other_survivor, self.derived + other.derived)  # fmt: skip
+                     self.survivor + other.survivor, self.other_survivor + other.other_survivor, self.derived + other.derived,
+                     self.retire_kind + other.retire_kind)  # fmt: skip
 
     def destructive_kinds(self) -> dict[str, int]:
         """Destructive false positives per scored kind (``retire``: both retiring kinds)."""
@@ -288,7 +290,8 @@ class Score:
         harmful = self.destructive_kinds()
         return {"kinds": {k: c.as_dict() | {"destructive": harmful[k]} for k, c in self.kinds.items()}, "refused": self.refused, "lossy": self.lossy,
                 "destructive": self.destructive, "false_positives": self.false_positives, "missed": self.missed,
-                "survivor": self.survivor.as_dict(), "other_survivor": self.other_survivor, "derived": self.derived.as_dict()}  # fmt: skip
+                "survivor": self.survivor.as_dict(), "other_survivor": self.other_survivor, "derived": self.derived.as_dict(),
+                "retire_kind": self.retire_kind.as_dict()}  # fmt: skip
 
 
 def score(labels: Labels, proposals: list[Predicted]) -> Score:
@@ -319,7 +322,10 @@ def score(labels: Labels, proposals: list[Predicted]) -> Score:
         counts.tp, counts.fp, counts.fn = counts.tp + hit, counts.fp + ((note, kind) not in expected), counts.fn + ((note, kind) not in made)
         if not hit:
             (out.false_positives if (note, kind) in made else out.missed).append({"kind": kind, "notes": [note]})
-    out.kinds[RETIRE] = out.kinds[SUPERSEDE] + out.kinds[SOFT_EXPIRE]
+    retired = {note: kind for note, kind in made}
+    hits = set(retired) & set(labels.retire)
+    out.kinds[RETIRE] = Counts(len(hits), len(set(retired) - set(labels.retire)), len(set(labels.retire) - set(retired)))
+    out.retire_kind = Agreement(sum(retired[n] == labels.retire[n] for n in hits), len(hits))
     salvaged = [p for p in live if p.derived]
     right = lambda p: frozenset(p.notes) in labels.merges if p.kind == MERGE else all(labels.retire.get(n) == p.kind for n in p.retired)  # noqa: E731
     out.derived = Derived(len(salvaged), sum(bool(p.retired) and right(p) for p in salvaged))
@@ -386,7 +392,8 @@ def coverage(labels: Labels, sent: list[frozenset[str]]) -> dict[str, dict[str, 
 
 def sum_usage(parts: list[dict[str, Any]]) -> dict[str, Any]:
     """calls and tokens summed; cost null when a call had no price (or no call was made)."""
-    out: dict[str, Any] = {k: sum(p.get(k) or 0 for p in parts) for k in (*USAGE, "truncated", "replay_misses", "model_proposals")}
+    out: dict[str, Any] = {k: sum(p.get(k) or 0 for p in parts) for k in (*USAGE, "truncated", "replay_misses", "model_proposals", "passes")}
+    out["complete"] = all(p.get("complete", True) for p in parts)
     priced = [p.get("cost") for p in parts if p.get("calls")]
     out["cost"] = round(sum(priced), 6) if priced and None not in priced else None
     out["seconds"] = round(sum(p.get("seconds") or 0.0 for p in parts), 1)

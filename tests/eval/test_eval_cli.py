@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-SCORE_KEYS = {"kinds", "refused", "lossy", "destructive", "false_positives", "missed", "survivor", "other_survivor", "derived"}
+SCORE_KEYS = {"kinds", "refused", "lossy", "destructive", "false_positives", "missed", "survivor", "other_survivor", "derived", "retire_kind"}
 COUNT_KEYS = {"tp", "fp", "fn", "precision", "recall", "destructive"}
 TOP_KEYS = {"v", "corpus", "planner", "labeled", "stores", "counts", "overall", "destructive", "llm", "refused_correct", "sample"}
 SAMPLE_KEYS = {"store", "kind", "state", "source", "title", "rationale", "reason", "notes", "retired", "lossy", "diff_head"}

@@ -43,16 +43,28 @@ def test_hand_made_predictions_score_exactly():
     """Every rule at once: equal sets, partial overlap, wrong kind, refused, lossy, destructive, reindex."""
     s = score(labels(), PREDICTIONS)
     got = {k: (c.tp, c.fp, c.fn) for k, c in s.kinds.items()}
-    assert got == {"merge": (1, 3, 1), "supersede": (1, 1, 1), "soft-expire": (0, 1, 1), "retire": (1, 2, 2), "reindex": (1, 0, 0)}
+    # retire counts notes whatever the kind: z.md, labeled supersede, soft-expired, is right there
+    assert got == {"merge": (1, 3, 1), "supersede": (1, 1, 1), "soft-expire": (0, 1, 1), "retire": (2, 1, 1), "reindex": (1, 0, 0)}
+    assert s.retire_kind.as_dict() == {"agree": 1, "labeled": 2}
     assert (s.kinds["merge"].precision, s.kinds["merge"].recall) == (0.25, 0.5)
     assert (s.kinds["soft-expire"].precision, s.kinds["soft-expire"].recall) == (0.0, 0.0)
-    assert s.kinds["retire"].precision == pytest.approx(1 / 3)
+    assert s.kinds["retire"].precision == pytest.approx(2 / 3)
     assert (s.refused, s.lossy) == (1, 1)
     assert s.destructive == [{"kind": "supersede", "title": "supersede m.md a.md", "notes": ["a.md"]}]
     assert {"kind": "merge", "notes": ["c.md", "d.md", "e.md"]} in s.missed
     assert {"kind": "merge", "notes": ["c.md", "d.md"]} in s.false_positives
     assert {"kind": "soft-expire", "notes": ["z.md"]} in s.false_positives
     assert {"kind": "supersede", "notes": ["z.md"]} in s.missed
+
+
+def test_a_retired_note_is_right_whichever_kind_retires_it_and_the_kind_is_reported():
+    """Labeled supersede, proposed soft-expire: a true positive of retire, a miss of supersede, kind 0/1."""
+    lab = labels(merges=(), retire={"z.md": "supersede"}, reindex=None)
+    s = score(lab, [p("soft-expire", ("z.md",))])
+    assert (s.kinds["retire"].tp, s.kinds["retire"].fp, s.kinds["retire"].fn) == (1, 0, 0)
+    assert (s.kinds["supersede"].fn, s.kinds["soft-expire"].fp) == (1, 1)
+    assert s.retire_kind.as_dict() == {"agree": 0, "labeled": 1}
+    assert score(lab, [p("supersede", ("w.md", "z.md"))]).retire_kind.as_dict() == {"agree": 1, "labeled": 1}
 
 
 def test_derived_evidence_is_counted_with_how_many_were_right():
