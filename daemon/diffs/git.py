@@ -7,15 +7,14 @@ real edit (the retirement marker) instead of a whole-file delete and add. The he
 then written as git writes them in a repository (``diff --git a/X b/X`` for every file,
 ``rename from X``/``rename to Y`` with store paths), so the patch carries the store-relative
 paths a reviewer expects and applies with ``git apply`` at the store root. The temporary
-folder is outside every store and removed at once.
+folder is outside every store and removed at once; git runs there fenced (safe_git.py), and
+looks for no repository above it.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
@@ -23,24 +22,11 @@ from daemon.core.errors import DiffError
 from daemon.core import patch
 from daemon.core.patch import unquote_git
 from daemon.core.proposals import Change
+from daemon.diffs.safe_git import Git
 from daemon.diffs.window import MIN_BYTES, Window, restore, window
 
 _PLAIN_PATH = re.compile(r"^[\w./@+-]+$")  # printed by git as is, never quoted
 _SECTION = re.compile(r"^diff --git ", re.MULTILINE)
-
-_GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "LC_ALL": "C",
-}
-
-
-def git_binary() -> str:
-    found = shutil.which("git")
-    if not found:
-        raise DiffError("git is not installed", hint="install git: dreamd uses its diff engine")
-    return found
-
 
 def unified_diff(change: Change) -> str:
     """The whole change as one unified diff, files in path order, from one git process."""
@@ -55,8 +41,6 @@ def unified_diffs(changes: list[Change]) -> list[str]:
     placed = [i for i, change in enumerate(changes) if change.written]
     if not placed:
         return [""] * len(changes)
-    git = git_binary()
-    env = {**os.environ, **_GIT_ENV}
     windows: dict[int, dict[str, Window]] = {}
     need = sum(len(d) for i in placed for d in changes[i].data.values())
     with tempfile.TemporaryDirectory(prefix="dreamd-diff-", dir=scratch_dir(need)) as tmp:
@@ -71,10 +55,9 @@ def unified_diffs(changes: list[Change]) -> list[str]:
                     found[path], before, after = win, win.before, win.after
                 _place(Path(tmp), "a", f"{i}/{path}", before)
                 _place(Path(tmp), "b", f"{i}/{path}", after)
-        done = subprocess.run(
-            [git, "-c", "core.quotepath=false", "diff", "--no-index", "--histogram",
-             "--no-prefix", "--no-color", "--no-ext-diff", "--find-renames", "--", "a", "b"],
-            cwd=tmp, env=env, capture_output=True, check=False,
+        done = Git.scratch(Path(tmp)).run(
+            "-c", "core.quotepath=false", "diff", "--no-index", "--histogram", "--no-prefix",
+            "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", "--", "a", "b",
         )  # fmt: skip
     if done.returncode not in (0, 1):
         names = ", ".join(p for i in placed for p in changes[i].written)
@@ -225,16 +208,11 @@ def reapply(diff: str, path: str, current: bytes) -> bytes | None:
 
 def git_reapply(diff: str, path: str, current: bytes) -> bytes | None:
     """``reapply`` by ``git apply -C0 --include PATH`` in a scratch folder."""
-    git = git_binary()
-    env = {**os.environ, **_GIT_ENV}
     with tempfile.TemporaryDirectory(prefix="dreamd-apply-") as tmp:
         _place(Path(tmp), "tree", path, current)
         patch = Path(tmp) / "change.diff"
         patch.write_text(diff, encoding="utf-8")
-        done = subprocess.run(
-            [git, "apply", "-C0", "--include", path, "--whitespace=nowarn", str(patch)],
-            cwd=Path(tmp) / "tree", env={**env, "GIT_CEILING_DIRECTORIES": tmp}, capture_output=True, check=False,
-        )  # fmt: skip
+        done = Git.scratch(Path(tmp) / "tree").run("apply", "-C0", "--include", path, "--whitespace=nowarn", str(patch))
         if done.returncode != 0:
             return None
         return (Path(tmp) / "tree" / path).read_bytes()

@@ -4,21 +4,21 @@ Citation checks read a repository's git history (which files exist, when each la
 changed), so an eval of them needs one; committing a nested ``.git`` into the corpus is
 not possible, so the labels describe the commits (``[[workspace]]``: when, what is
 written, what is deleted) and this module makes them with the git command line, each with
-its labeled author and committer date. Nothing outside ``into`` is read or written: the
-user's and the system's git configuration are ignored.
+its labeled author and committer date. Nothing outside ``into`` is read or written: git runs
+fenced (diffs/safe_git.py), so the user's and the system's configuration are ignored, no hook
+or signature program runs, and git looks for no repository above ``into``.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Sequence
 from pathlib import Path
 
-from daemon.core.errors import ConfigError
+from daemon.core.errors import ConfigError, DiffError
+from daemon.diffs.safe_git import Git
 from daemon.service.scoring import Commit
 
-IDENTITY = ("-c", "user.name=dreamd eval", "-c", "user.email=eval@dreamd.invalid", "-c", "commit.gpgsign=false")
+IDENTITY = ("-c", "user.name=dreamd eval", "-c", "user.email=eval@dreamd.invalid")
 
 
 def build_repo(commits: Sequence[Commit], into: Path) -> Path:
@@ -40,10 +40,10 @@ def build_repo(commits: Sequence[Commit], into: Path) -> Path:
 
 
 def _git(where: Path, *args: str, env: dict[str, str] | None = None) -> None:
-    hermetic = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1", "PATH": os.environ.get("PATH", ""), **(env or {})}
     try:
-        subprocess.run(["git", *args], cwd=where, env=hermetic, check=True, capture_output=True, text=True)
-    except FileNotFoundError:
+        done = Git.scratch(where).run(*args, env=env)
+    except DiffError:
         raise ConfigError("a labeled workspace needs git, and it is not installed") from None
-    except subprocess.CalledProcessError as exc:
-        raise ConfigError(f"building the labeled workspace failed: git {args[0]}: {exc.stderr.strip()[:200]}") from None
+    if done.returncode != 0:
+        stderr = done.stderr.decode("utf-8", "replace").strip()
+        raise ConfigError(f"building the labeled workspace failed: git {args[0]}: {stderr[:200]}")
