@@ -164,6 +164,18 @@ def test_the_branch_has_one_commit_per_proposal_with_its_trailers(repo_store, ma
     ]
 
 
+@pytest.mark.parametrize("named", [False, True])
+def test_the_branch_is_made_by_dreamd_unless_gits_identity_variables_name_someone(repo_store, make_app, monkeypatch, named):
+    """Author and committer are ``dreamd <dreamd@localhost>``; ``GIT_AUTHOR_NAME`` and ``GIT_COMMITTER_EMAIL`` replace their part."""
+    if named:
+        monkeypatch.setenv("GIT_AUTHOR_NAME", "Ada")
+        monkeypatch.setenv("GIT_COMMITTER_EMAIL", "ada@example.org")
+    app, _ = _passed(make_app, repo_store / "memory")
+    report = export_branch(app, _pending(app)[:1], "review")
+    people = git(repo_store, "log", "-1", "--format=%an <%ae> / %cn <%ce>", report.commits[0][1]).strip()
+    assert people == ("Ada <dreamd@localhost> / dreamd <ada@example.org>" if named else "dreamd <dreamd@localhost> / dreamd <dreamd@localhost>")
+
+
 def test_the_branch_places_store_paths_under_the_stores_folder(repo_store, make_app):
     """The merge's commit renames memory/build-commands-copy.md into memory/.dreamd-archive and edits memory/MEMORY.md."""
     app, _ = _passed(make_app, repo_store / "memory")
