@@ -3,6 +3,7 @@ the caller's environment, of a repository's hook names, and which repository it 
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 from pathlib import Path
@@ -68,3 +69,19 @@ def test_the_docstring_names_every_setting():
     missing += [name for name in safe_git.TRANSPORTS if name not in doc]
     missing += [name for name in safe_git.ENVIRONMENT if name not in doc]
     assert missing == []
+
+
+STARTS = {("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput")}
+STARTS |= {("os", name) for name in ("system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execlp", "spawnv", "spawnvp", "posix_spawn", "posix_spawnp")}
+OTHER_PROGRAMS = {"scheduler/worker.py": "dreamd's own worker", "service/notify.py": "the user's configured notify command"}
+
+
+def test_only_the_fence_starts_git():
+    """No module of the package starts a process but safe_git.py, dreamd's worker and the user's notify command, so no git call can skip the fence."""
+    package = Path(safe_git.__file__).resolve().parents[1]
+    starting = set()
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and (node.value.id, node.attr) in STARTS:
+                starting.add(str(path.relative_to(package)))
+    assert starting == {"diffs/safe_git.py", *OTHER_PROGRAMS}
