@@ -81,7 +81,7 @@ def resolve_command(settings, journal_id: int, as_json: bool) -> None:  # noqa: 
     done = resolve(settings.app(), journal_id)
     if as_json:
         emit_json({"journal": done.journal_id, "proposal_id": done.proposal_id, "operation": done.operation,
-                   "restored": done.restored, "returned": done.returned, "kept": done.kept, "left": done.left})  # fmt: skip
+                   "restored": done.restored, "returned": done.returned, "kept": done.kept, "left": done.left, "caught": done.caught})  # fmt: skip
         return
     click.echo(f"journal {done.journal_id} ({done.operation} of #{done.proposal_id}) resolved")
     for path in done.restored:
@@ -90,6 +90,8 @@ def resolve_command(settings, journal_id: int, as_json: bool) -> None:  # noqa: 
         say(f"  kept {path} (edited by someone else)")
     for path in done.left:
         say(f"  left {path} (written by dreamd; kept because another file was edited meanwhile)")
+    for path in done.caught:
+        say(f"  caught {path} (written to a note while dreamd swapped it; not removed: read it, then delete it)")
 
 
 COMMANDS = [apply_command, revert_command, resolve_command]

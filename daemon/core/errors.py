@@ -4,7 +4,7 @@
     ├── ConfigError                 bad config file, unknown store or preset
     ├── StoreError                  a store cannot be read or written
     │   ├── UnsafePathError         a path escapes the store root
-    │   ├── EditRacedError          a file was edited in the instant dreamd replaced it (kept as a blob)
+    │   ├── EditRacedError          a file was edited in the instant dreamd replaced it (kept: caught file, blob)
     │   └── StoreMovedError         the store's folder is not the one registered (replaced at its path)
     ├── StateError                  the state database is locked, gone or too new
     ├── ProposalError               unknown proposal, illegal state transition
@@ -61,8 +61,9 @@ class UnsafePathError(StoreError):
 class EditRacedError(StoreError):
     """Someone wrote to a file in the instant dreamd replaced or removed it.
 
-    Their bytes were read from the displaced file and stored as a blob before anything was
-    lost; the journal is closed as a conflict and ``dreamd resolve`` puts them back.
+    Their bytes were read from the displaced file and written to a caught file beside the note
+    (``stores.caught``) and a blob before anything was lost; the journal is closed as a
+    conflict and ``dreamd resolve`` puts them back.
     """
 
     code = "edit-raced"

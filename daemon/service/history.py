@@ -85,14 +85,18 @@ class Verification:
 
 
 def verify(app: App, store: StoreConfig) -> Verification:
-    """Is the store byte-for-byte what dreamd last recorded, and is its journal clean?"""
+    """Is the store byte-for-byte what dreamd last recorded, and is its journal clean? A caught
+    file (``stores.caught``) is named as such until the person has read and removed it."""
     recover(app, store)
-    scan = port.scan(roots_of(store), store.settings)
     store_id = _store_id(app, store)
+    left = sweep_temp_files(app, store, store_id) if store_id is not None else []  # first: the scan sees what it made
+    roots = roots_of(store)
+    scan = port.scan(roots, store.settings)
     result = Verification(store.name, None, scan.root_hash)
     if store_id is None:
         result.problems.append("no pass has been recorded for this store yet")
         return result
+    caught = port.find_caught_files(roots)
     with app.engine().connect() as conn:
         snap = repo.latest_snapshot(conn, store_id)
         conflicts = repo.unfinished_journals(conn, store_id, ("writing", "conflict"))
@@ -102,7 +106,8 @@ def verify(app: App, store: StoreConfig) -> Verification:
         result.problems.append(f"journal {entry.id} ({entry.operation} of proposal {entry.proposal_id}) is {entry.state}: a file holds neither its old nor its new bytes")
     if snap and snap.root_hash != scan.root_hash:
         changes = manifest_changes(recorded, scan.manifest)
-        for path, state in sorted((p, state) for state, paths in changes.items() for p in paths):
+        for path, state in sorted((p, state) for state, paths in changes.items() for p in paths if p not in caught):
             result.problems.append(f"{path}: {state} since dreamd last recorded the store")
-    result.problems += [f"{p}: leftover temporary file" for p in sweep_temp_files(app, store, store_id)]
+    result.problems += [f"{p}: caught file, what someone wrote to a note while dreamd swapped it (read it, then delete it)" for p in caught]
+    result.problems += [f"{p}: leftover temporary file" for p in left]
     return result

@@ -97,9 +97,9 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
             finish_journal(app, conn, row.id, entry.proposal_id, entry.id, entry.operation, steps, scan.manifest, recovered=True)
         log.warning("journal.recovered", store=store.name, journal=entry.id, operation=entry.operation, proposal_id=entry.proposal_id)
         done.append(entry.proposal_id)
+    found = port.find_temp_files(roots)
     for entry in pending:
-        known = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
-        port.cleanup_temp_files(roots, (store_files.temp_tag(entry.id),), keeper(app, row.id, entry.id, entry.proposal_id, known))
+        sweep_journal(app, roots, row.id, entry, found)
     return done
 
 
@@ -130,16 +130,29 @@ def sweep_temp_files(app: App, store: StoreConfig, store_id: int) -> list[str]:
         with shielded(), holding_store(app, store_id, store.name):
             with app.engine().connect() as conn:
                 over = {j: repo.journal_entry(conn, store_id, j) for j in {store_files.temp_journal(p) for p in found} if j is not None}
-            for journal_id, entry in over.items():
+            for entry in over.values():
                 if entry is not None and entry.state in ("done", "resolved"):
-                    known = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
-                    keep = keeper(app, store_id, journal_id, entry.proposal_id, known)
-                    removed += port.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keep, found)
+                    removed += sweep_journal(app, roots, store_id, entry, found)
     except StoreBusyError:
         return found
     if removed:
         log.warning("temp_files.removed", store=store.name, files=removed)
     return [p for p in found if p not in removed]
+
+
+def sweep_journal(app: App, roots: port.Roots, store_id: int, entry: Any, found: list[str]) -> list[str]:
+    """Clear the temp files of one journal among ``found`` (``port.find_temp_files``): those
+    holding its own bytes (or a start of them: a write cut short) are removed; what any other
+    holds beyond them goes to a caught file beside it, never only to a blob (its bytes are
+    kept as one too). Returns the temp files cleared."""
+    mine = [p for p in found if store_files.temp_journal(p) == entry.id]
+    if not mine:
+        return []
+    hashes = frozenset(h for s in entry.steps["files"] for h in (s["before"], s["after"]) if h)
+    with app.engine().connect() as conn:
+        known = repo.get_blobs(conn, hashes)
+    keep = keeper(app, store_id, entry.id, entry.proposal_id, hashes)
+    return port.cleanup_temp_files(roots, (store_files.temp_tag(entry.id),), keep, mine, known)
 
 
 def keeper(app: App, store_id: int, journal_id: int, proposal_id: int, known: frozenset[str] = frozenset()) -> store_files.Keep:

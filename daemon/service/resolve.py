@@ -6,7 +6,9 @@ interrupted. Nothing is overwritten then, and ``verify`` keeps saying so. ``reso
 that: every file still holding what dreamd wrote gets its earlier bytes back (compare-and-
 swap, under the store's lease), every file someone edited is left as it is, and the
 proposal records why. It is idempotent, so a crash in the middle is mended by running it
-again: files already rolled back are skipped.
+again: files already rolled back are skipped. A caught file (bytes someone wrote into
+dreamd's file while it swapped a note back, ``stores.caught``) is named, never removed: only
+the person can tell where its lines belong.
 """
 
 from __future__ import annotations
@@ -21,10 +23,9 @@ from daemon.service import journal
 from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.recovery import keeper, recover
+from daemon.service.recovery import keeper, recover, sweep_journal
 from daemon.service.review import mark_stale
 from daemon.service.workspace import registered_roots, store_config_for_id
-from daemon.stores import files as store_files
 from daemon.stores import port
 
 log = logs.get_logger("dreamd.resolve")
@@ -39,6 +40,7 @@ class Resolution:
     kept: list[str]  # files someone edited: left as they are
     left: list[str] = field(default_factory=list)  # files dreamd created, left because someone edited another
     returned: list[str] = field(default_factory=list)  # of restored: got the edit that raced dreamd's write
+    caught: list[str] = field(default_factory=list)  # caught files: bytes a person wrote while dreamd swapped a note; never removed
 
 
 def resolve(app: App, journal_id: int) -> Resolution:
@@ -70,8 +72,8 @@ def resolve(app: App, journal_id: int) -> Resolution:
             blobs = repo.get_blobs(conn, [s.before for s in back if s.before])
         keep = keeper(app, store_id, journal_id, entry.proposal_id)
         journal.write(roots, back, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True, journal_id=journal_id, keep=keep)
-        known = frozenset(h for s in steps for h in (s.before, s.after) if h)
-        port.cleanup_temp_files(roots, (store_files.temp_tag(journal_id),), keeper(app, store_id, journal_id, entry.proposal_id, known))
+        sweep_journal(app, roots, store_id, entry, port.find_temp_files(roots))
+        caught = port.find_caught_files(roots, journal_id)
         now = app.clock()
         restored = sorted(s.path for s in back)
         returned = sorted(s.path for s in back if s.path in raced)
@@ -81,7 +83,7 @@ def resolve(app: App, journal_id: int) -> Resolution:
             if entry.operation == "apply" and proposal.state == ACCEPTED:
                 reason = f"edited while being applied ({', '.join(kept)}); what dreamd wrote was rolled back"
                 mark_stale(app, conn, store_id, entry.proposal_id, reason, now)
-            payload = {"journal": journal_id, "operation": entry.operation, "restored": restored, "kept": kept, "left": left, "returned": returned}
+            payload = {"journal": journal_id, "operation": entry.operation, "restored": restored, "kept": kept, "left": left, "returned": returned, "caught": caught}
             repo.add_event(conn, store_id, "journal.resolved", app.actor, app.surface, now, payload, proposal_id=entry.proposal_id)
-    log.info("journal.resolved", store=store.name, journal=journal_id, restored=len(restored), kept=len(kept))
-    return Resolution(journal_id, entry.proposal_id, entry.operation, restored, kept, left, returned)
+    log.info("journal.resolved", store=store.name, journal=journal_id, restored=len(restored), kept=len(kept), caught=len(caught))
+    return Resolution(journal_id, entry.proposal_id, entry.operation, restored, kept, left, returned, caught)

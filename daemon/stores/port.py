@@ -7,7 +7,7 @@ A store is a folder of notes (``stores.scan``, ``stores.files``) or a database o
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from daemon.core.errors import ConfigError
@@ -62,5 +62,10 @@ def find_temp_files(roots: Roots) -> list[str]:
     return [] if isinstance(roots, RecordRoots) else files.find_temp_files(roots)
 
 
-def cleanup_temp_files(roots: Roots, tags: tuple[str, ...], keep: files.Keep | None = None, found: list[str] | None = None) -> list[str]:
-    return [] if isinstance(roots, RecordRoots) else files.cleanup_temp_files(roots, tags, keep, found)
+def cleanup_temp_files(roots: Roots, tags: tuple[str, ...], keep: files.Keep | None = None, found: list[str] | None = None, known: Mapping[str, bytes] | None = None) -> list[str]:
+    return [] if isinstance(roots, RecordRoots) else files.cleanup_temp_files(roots, tags, keep, found, known)
+
+
+def find_caught_files(roots: Roots, journal: int | None = None) -> list[str]:
+    """Files holding bytes a person wrote while dreamd (that journal's writes) swapped a note (``stores.caught``)."""
+    return [] if isinstance(roots, RecordRoots) else files.find_caught_files(roots, journal)

@@ -60,8 +60,9 @@ def test_a_note_held_open_by_another_program_is_not_replaced(example_store, make
 def test_without_leases_a_write_in_the_last_instant_is_kept_and_put_back_by_resolve(example_store, make_app, monkeypatch):
     """Where no write lease is available (a note dreamd's user does not own), someone holding
     the note open may write after dreamd checked the displaced file: the bytes written before
-    its last name is gone are read back, apply fails in one line (edit-raced), the bytes are a
-    blob and an event, the journal is a conflict, and resolve puts the note back with them."""
+    its last name is gone are read back, apply fails in one line (edit-raced) naming the caught
+    file that holds them, the whole file is a blob and an event, the journal is a conflict, and
+    resolve puts the note back with them and names the caught file, which it leaves."""
     app = make_app()
     store, pid, rewritten = _accepted_merge(app, example_store)
     held = os.open(example_store / rewritten, os.O_WRONLY | os.O_APPEND)
@@ -81,6 +82,9 @@ def test_without_leases_a_write_in_the_last_instant_is_kept_and_put_back_by_reso
     os.close(held)
     assert failed.value.__cause__.code == "edit-raced"
     entry = _conflict_journal(app, store)
+    caught = f".dreamd-archive/{rewritten}.dreamd-caught-j{entry.id}.txt"  # DeepCode lists every file beside its notes
+    assert f"what was written then (1 line) is in {caught} " in str(failed.value)
+    assert (example_store / caught).read_bytes() == b"A line written in the last instant.\n"
     with app.engine().connect() as conn:
         raced = repo.displaced(conn, entry.store_id, entry.id)
         kept = repo.get_blobs(conn, raced.values())
@@ -89,10 +93,42 @@ def test_without_leases_a_write_in_the_last_instant_is_kept_and_put_back_by_reso
 
     done = resolve(app, entry.id)
 
-    assert rewritten in done.returned
+    assert rewritten in done.returned and done.caught == [caught]
     assert (example_store / rewritten).read_bytes() == base + b"A line written in the last instant.\n"
+    assert (example_store / caught).exists()  # the person's to read and remove
     assert get_proposal(app, pid).state == "stale"
-    assert verify(app, store).problems == [f"{rewritten}: modified since dreamd last recorded the store"]  # the late line: a person's edit
+    assert verify(app, store).problems == [
+        f"{rewritten}: modified since dreamd last recorded the store",  # the late line: a person's edit
+        f"{caught}: caught file, what someone wrote to a note while dreamd swapped it (read it, then delete it)",
+    ]
+
+
+def _racing(monkeypatch, path, before=None, after=None):
+    """Call ``before`` right before dreamd leases and exchanges ``path`` (after its last hash
+    check) and ``after`` right after the exchange: a person's writes at those instants."""
+    real_lease, real_exchange = files._lease_before, files.folders.exchange
+    done = []
+
+    def lease_before(place):
+        if place.rel == path and before and "before" not in done:
+            done.append("before")
+            before()
+        return real_lease(place)
+
+    def exchange(src_fd, src, dst_fd, dst):
+        exchanged = real_exchange(src_fd, src, dst_fd, dst)
+        if dst == os.path.basename(path) and after and "after" not in done:
+            done.append("after")
+            after()
+        return exchanged
+
+    monkeypatch.setattr(files, "_lease_before", lease_before)
+    monkeypatch.setattr(files.folders, "exchange", exchange)
+
+
+def _append(path, line):
+    with open(path, "ab") as note:  # by path, as `echo >>` or an agent's append does
+        note.write(line)
 
 
 def test_an_edit_before_the_exchange_is_swapped_back_in_place(example_store, make_app, monkeypatch):
@@ -100,18 +136,8 @@ def test_an_edit_before_the_exchange_is_swapped_back_in_place(example_store, mak
     displaced file: the two are swapped back, the edit stays in place, the journal is a conflict."""
     app = make_app()
     store, pid, rewritten = _accepted_merge(app, example_store)
-    real = files.folders.exchange
-    edited = []
-
-    def exchange(src_fd, src, dst_fd, dst):
-        if dst == os.path.basename(rewritten) and not edited:
-            with open(example_store / rewritten, "ab") as note:
-                note.write(b"An edit in the last millisecond.\n")
-            edited.append(dst)
-        return real(src_fd, src, dst_fd, dst)
-
-    monkeypatch.setattr(files.folders, "exchange", exchange)
-    with pytest.raises(ApplyError, match=f"{rewritten} changed while dreamd was writing"):
+    _racing(monkeypatch, rewritten, before=lambda: _append(example_store / rewritten, b"An edit in the last millisecond.\n"))
+    with pytest.raises(ApplyError, match=f"{rewritten} changed while dreamd was writing; nothing of it was overwritten$"):
         apply(app, [pid])
     monkeypatch.undo()
     assert (example_store / rewritten).read_bytes().endswith(b"An edit in the last millisecond.\n")
@@ -119,6 +145,56 @@ def test_an_edit_before_the_exchange_is_swapped_back_in_place(example_store, mak
     entry = _conflict_journal(app, store)
     assert rewritten in resolve(app, entry.id).kept
     assert (example_store / rewritten).read_bytes().endswith(b"An edit in the last millisecond.\n")
+
+
+def test_a_line_appended_after_the_exchange_follows_the_edit_back_in_place(example_store, make_app, monkeypatch):
+    """Someone edits the note and appends one more line by path just after dreamd's file took
+    its name (so into dreamd's file): the swap back puts the edit in place with that line at its
+    end, in the order written; the error says so, and there is no caught file."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    base = (example_store / rewritten).read_bytes()
+    _racing(monkeypatch, rewritten, before=lambda: _append(example_store / rewritten, b"An edit.\n"), after=lambda: _append(example_store / rewritten, b"And a line after it.\n"))
+    with pytest.raises(ApplyError) as failed:
+        apply(app, [pid])
+    monkeypatch.undo()
+    assert str(failed.value) == (f"{rewritten} changed while dreamd was writing; nothing of it was overwritten, and what was written "
+                                 "to it while dreamd swapped it back (1 line) is back at its end")  # fmt: skip
+    assert (example_store / rewritten).read_bytes() == base + b"An edit.\nAnd a line after it.\n"
+    assert not [p for p in example_store.rglob("*") if files.TEMP_MARKER in p.name or ".dreamd-caught" in p.name]
+    assert resolve(app, _conflict_journal(app, store).id).caught == []
+
+
+def test_lines_whose_order_cannot_be_proven_go_to_a_caught_file_that_resolve_names_and_leaves(example_store, make_app, monkeypatch, cli):
+    """The person's file is written to after the exchange as well (through a descriptor opened
+    before it), so dreamd cannot tell which came first: the line that landed in dreamd's file
+    goes to a caught file beside the note, where DeepCode does not list it; apply's error names
+    it, never saying that nothing was overwritten; resolve names it and leaves it."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    base = (example_store / rewritten).read_bytes()
+    held = os.open(example_store / rewritten, os.O_WRONLY | os.O_APPEND)
+
+    def after():
+        os.write(held, b"Through the open file.\n")
+        os.close(held)  # closed before dreamd looks: no wait for it
+        _append(example_store / rewritten, b"By path.\n")
+
+    _racing(monkeypatch, rewritten, after=after)
+    with pytest.raises(ApplyError) as failed:
+        apply(app, [pid])
+    monkeypatch.undo()
+    entry = _conflict_journal(app, store)
+    caught = f".dreamd-archive/{rewritten}.dreamd-caught-j{entry.id}.txt"
+    assert str(failed.value) == (f"{rewritten} changed while dreamd was writing; it is back as it was, but what was written to it "
+                                 f"meanwhile (1 line) landed in dreamd's file and is in {caught}, not in {rewritten}")  # fmt: skip
+    assert (example_store / rewritten).read_bytes() == base + b"Through the open file.\n"
+    assert (example_store / caught).read_bytes() == b"By path.\n"
+    done = cli("--db", app.db_url, "resolve", str(entry.id))
+    assert done.code == 0, done.err
+    assert f"  caught {caught} (written to a note while dreamd swapped it; not removed: read it, then delete it)\n" in done.out
+    assert (example_store / caught).read_bytes() == b"By path.\n"
+    assert (example_store / rewritten).read_bytes() == base + b"Through the open file.\n"
 
 
 def test_a_hard_linked_note_is_skipped_and_its_bytes_never_stored(make_store, make_app, tmp_path):
@@ -224,25 +300,60 @@ def _journal_ids(app, store):
         return [row.id for row in conn.execute(repo.t.journal.select().order_by(repo.t.journal.c.id))]
 
 
-def test_resolve_removes_a_temp_file_its_journal_left(example_store, make_app):
-    """A crash during recovery can leave a temp file of a journal that is then closed as a
-    conflict: resolve removes it (its bytes kept), and verify is clean again."""
-    app = make_app()
-    store, pid, rewritten = _accepted_merge(app, example_store)
+def _conflicted_journal(app, store, pid):
+    """A journal of the proposal's steps, closed as a conflict before it wrote anything (a
+    crash during recovery); its steps' bytes stored as blobs. The journal and the blobs."""
     with app.engine().begin() as conn:
         store_id = repo.find_store(conn, store.name).id
-        journal_id = repo.open_journal(conn, store_id, pid, "apply", [], app.clock())
+        proposal_files, blobs = journal.proposal_bytes(conn, store_id, pid)
+        steps = [{"path": p, "before": b, "after": r} for p, (b, r) in sorted(proposal_files.items()) if b != r]
+        repo.put_blobs(conn, {r: blobs[r] for _, r in proposal_files.values() if r})
+        journal_id = repo.open_journal(conn, store_id, pid, "apply", steps, app.clock())
         repo.close_journal(conn, store_id, journal_id, "conflict", app.clock())
+    return journal_id, blobs
+
+
+def test_resolve_removes_a_temp_file_holding_a_start_of_its_journals_bytes(example_store, make_app):
+    """A crash during recovery can leave a temp file of a journal that is then closed as a
+    conflict: one holding dreamd's own bytes cut short is removed by resolve, and verify is clean again."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    journal_id, blobs = _conflicted_journal(app, store, pid)
+    after = blobs[get_proposal(app, pid).result[rewritten]]
     leftover = example_store / ".dreamd-archive" / f".{rewritten}{files.TEMP_MARKER}{temp_tag(journal_id)}0123abcd"
     leftover.parent.mkdir(exist_ok=True)
-    leftover.write_bytes(b"half of something\n")
+    leftover.write_bytes(after[: len(after) // 2])
     assert any("leftover temporary file" in p for p in verify(app, store).problems)
-    resolve(app, journal_id)
+    assert resolve(app, journal_id).caught == []
     assert not leftover.exists()
     assert verify(app, store).clean
-    with app.engine().connect() as conn:
-        (event,) = [e for e in conn.execute(repo.t.events.select()) if e.type == repo.DISPLACED]
-        assert repo.get_blobs(conn, [event.payload["hash"]]) == {event.payload["hash"]: b"half of something\n"}
+
+
+def test_resolve_never_removes_a_temp_file_holding_bytes_no_one_else_has(example_store, make_app, cli):
+    """A temp file of the journal holding dreamd's file with lines someone appended to it (a
+    crash in the middle of a swap back): resolve moves those lines to a caught file beside the
+    note, names it (in its output and its JSON), and leaves it; verify names it until it is gone."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    journal_id, blobs = _conflicted_journal(app, store, pid)
+    after = blobs[get_proposal(app, pid).result[rewritten]]
+    archive = example_store / ".dreamd-archive"
+    archive.mkdir(exist_ok=True)
+    (archive / f".{rewritten}{files.TEMP_MARKER}{temp_tag(journal_id)}0123abcd").write_bytes(after + b"Appended by hand.\nAnd again.\n")
+    (archive / f".{rewritten}{files.TEMP_MARKER}{temp_tag(journal_id)}4567cdef").write_bytes(b"Someone's own text.\n")
+    done = cli("--db", app.db_url, "resolve", str(journal_id))
+    assert done.code == 0, done.err
+    caught = sorted(f".dreamd-archive/{rewritten}.dreamd-caught-j{journal_id}{n}.txt" for n in ("", "-2"))
+    assert [line for line in done.out.splitlines() if "caught" in line] == [
+        f"  caught {path} (written to a note while dreamd swapped it; not removed: read it, then delete it)" for path in caught
+    ]
+    assert sorted((example_store / path).read_bytes() for path in caught) == [b"Appended by hand.\nAnd again.\n", b"Someone's own text.\n"]
+    assert not [p for p in archive.iterdir() if files.TEMP_MARKER in p.name]
+    problems = verify(app, store).problems
+    assert [p for p in problems if "caught" in p] == [f"{path}: caught file, what someone wrote to a note while dreamd swapped it (read it, then delete it)" for path in caught]
+    for path in caught:
+        (example_store / path).unlink()
+    assert verify(app, store).clean
 
 
 def test_verify_removes_a_temp_file_a_finished_journal_left(example_store, make_app):
@@ -258,7 +369,7 @@ def test_verify_removes_a_temp_file_a_finished_journal_left(example_store, make_
     (done_journal,) = _journal_ids(app, store)
     archive = example_store / ".dreamd-archive"
     leftover = archive / f".{rewritten}{files.TEMP_MARKER}{temp_tag(done_journal)}00ff00ff"
-    leftover.write_bytes(b"an interrupted sweep\n")
+    leftover.write_bytes((example_store / rewritten).read_bytes())  # what the journal wrote: a sweep interrupted
     foreign = archive / f".{rewritten}{files.TEMP_MARKER}00ff00ff"
     foreign.write_bytes(b"not dreamd's\n")
     assert verify(app, store).clean

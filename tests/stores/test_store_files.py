@@ -152,7 +152,7 @@ def test_remove_file_refuses_symlinked_folder(tmp_path: Path) -> None:
 
 
 def test_cleanup_removes_only_the_temp_files_of_the_journals_it_is_given(tmp_path: Path) -> None:
-    """Recovery of journal 7 removes journal 7's temp files anywhere in the store; another journal's, an untagged look-alike, .git's and notes stay."""
+    """Recovery of journal 7 removes journal 7's temp files (holding a start of its bytes) anywhere in the store; another journal's, an untagged look-alike, .git's and notes stay."""
     (tmp_path / "a.md").write_bytes(b"a")
     (tmp_path / ".a.md.dreamd-tmp-j7-0123abcd").write_bytes(b"half")
     (tmp_path / ".dreamd-archive").mkdir()
@@ -162,7 +162,7 @@ def test_cleanup_removes_only_the_temp_files_of_the_journals_it_is_given(tmp_pat
     (tmp_path / ".git").mkdir()
     (tmp_path / ".git/.e.md.dreamd-tmp-j7-aa").write_bytes(b"git's business")
     (tmp_path / "dreamd-tmp-notes.md").write_bytes(b"a real note")
-    removed = cleanup_temp_files(tmp_path, (temp_tag(7),))
+    removed = cleanup_temp_files(tmp_path, (temp_tag(7),), known={"h": b"half of what journal 7 writes"})
     assert removed == [".a.md.dreamd-tmp-j7-0123abcd", ".dreamd-archive/.b.md.dreamd-tmp-j7-ff"]
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert left == [".c.md.dreamd-tmp-j8-ff", ".d.md.dreamd-tmp-0123", ".git/.e.md.dreamd-tmp-j7-aa", "a.md", "dreamd-tmp-notes.md"]
@@ -191,12 +191,9 @@ def test_write_atomic_can_stage_its_temp_file_in_another_store_folder(tmp_path):
     assert list((tmp_path / ".dreamd-archive").iterdir()) == []
 
 
-def test_bytes_that_cannot_be_kept_stay_in_a_tagged_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a lease, bytes written to the displaced file after its check are read back; if
-    storing them fails too (the database is gone), they are left in a temp file tagged with the
-    journal, which recovery's cleanup then keeps, instead of living only in a removed file."""
-    from daemon.core.errors import StateError
-    from daemon.core.hashing import hash_bytes
+def _late_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> int:
+    """No leases (a note dreamd's user does not own), and someone holding a.md open writes a
+    line to it right after dreamd checked the displaced file; the descriptor they hold."""
     from daemon.stores import files
 
     (tmp_path / "a.md").write_bytes(b"old\n")
@@ -207,15 +204,49 @@ def test_bytes_that_cannot_be_kept_stay_in_a_tagged_temp_file(tmp_path: Path, mo
         os.write(held, b"late\n")
         return real(place, checked, keep)
 
+    monkeypatch.setattr(files, "_take_lease", lambda fd, tries: None)
+    monkeypatch.setattr(files, "_check_late", late)
+    return held
+
+
+def test_bytes_written_in_the_last_instant_are_in_a_caught_file_even_if_they_cannot_be_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes written to the displaced file after its check are read back and go to a caught
+    file beside the note before anything else; if storing them fails too (the database is
+    gone), that error is raised, and they are still there, not in a removed file."""
+    from daemon.core.errors import StateError
+    from daemon.core.hashing import hash_bytes
+
+    held = _late_write(tmp_path, monkeypatch)
+
     def refused(path: str, data: bytes) -> None:
         raise StateError("the state database is gone")
 
-    monkeypatch.setattr(files, "_alone", lambda fd: True)
-    monkeypatch.setattr(files, "_check_late", late)
     with pytest.raises(StateError):
         write_atomic(tmp_path, "a.md", b"new\n", expected={hash_bytes(b"old\n")}, keep=refused, tag=temp_tag(7))
     os.close(held)
+    assert (tmp_path / "a.md.dreamd-caught-j7.txt").read_bytes() == b"late\n"
+    assert leftovers(tmp_path) == []
+
+
+def test_bytes_with_no_room_for_a_caught_file_stay_in_a_tagged_temp_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """If not even a caught file can be written, the bytes read back stay in a temp file tagged
+    with the journal (the error says so), which recovery's cleanup turns into the caught file."""
+    from daemon.core.errors import EditRacedError
+    from daemon.core.hashing import hash_bytes
+    from daemon.stores import caught
+
+    held = _late_write(tmp_path, monkeypatch)
+
+    def full(*args: object) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(caught, "write", full)
     kept: list[bytes] = []
-    assert cleanup_temp_files(tmp_path, (temp_tag(7),), lambda path, data: kept.append(data)) != []
+    with pytest.raises(EditRacedError, match="a.md was written to in the instant dreamd replaced it; what was written then is in a temp file recovery keeps"):
+        write_atomic(tmp_path, "a.md", b"new\n", expected={hash_bytes(b"old\n")}, keep=lambda path, data: kept.append(data), tag=temp_tag(7))
+    os.close(held)
+    monkeypatch.undo()
     assert kept == [b"old\nlate\n"]
+    assert cleanup_temp_files(tmp_path, (temp_tag(7),), known={hash_bytes(b"old\n"): b"old\n", hash_bytes(b"new\n"): b"new\n"}) != []
+    assert (tmp_path / "a.md.dreamd-caught-j7.txt").read_bytes() == b"late\n"
     assert leftovers(tmp_path) == []
