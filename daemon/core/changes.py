@@ -89,7 +89,7 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
 
     moved = tuple(draft.retire) if draft.kind == MERGE and draft.survivor_data is not None else ()
     if draft.kind == RELINK:
-        kept = references.keep(view, after, gone, dict(draft.relink), by_key=True)
+        kept = references.keep(view, after, gone, dict(draft.relink), by_key=True, only=frozenset(draft.relink_in) or None)
     else:
         replaced = {p: draft.survivor for p in gone} if draft.kind in RETIRING else {}
         kept = references.keep(view, after, gone, replaced, moved_from=moved)
@@ -103,7 +103,7 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
         if edited is not None:
             read.add(view.index.path)
             after[view.index.path] = edited
-    reads = ReadFacts(rewritten=kept.rewritten, unlinked=kept.unlinked, dangling=tuple(dangling), **index_facts)
+    reads = ReadFacts(rewritten=kept.rewritten, unlinked=kept.unlinked, dangling=tuple(dangling), held=draft.held, **index_facts)
     return _as_change(view, read, after, reads)
 
 
@@ -136,7 +136,9 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
     assert spec is not None and note is not None
     parsed = view.parsed_index
     drop = gone | set(draft.index_drop)
-    lines = index.drop_lines(spec, parsed, drop) if drop else parsed.lines
+    moves = dict(draft.index_repoint)
+    lines = index.repoint_lines(spec, parsed, moves) if moves else parsed.lines
+    lines = index.drop_lines(spec, parsed, drop, lines) if drop else lines
     adds = [new_entry(view, p, _note_of(draft, view, p)) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
     if lines is parsed.lines and not adds and not draft.index_compact:
         return None, {}
@@ -161,14 +163,15 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
             break
     if text == parsed.text:
         return None, {}
-    return parsed.encode(edited), _index_facts(spec, view, text, drop, adds, shortened)
+    return parsed.encode(edited), _index_facts(spec, view, text, drop | set(moves), adds, shortened, set(moves.values()))
 
 
-def _index_facts(spec: index.IndexSpec, view: StoreView, after: str, dropped: set[str], added: list[index.NewEntry], shortened: int) -> dict[str, Any]:
+def _index_facts(spec: index.IndexSpec, view: StoreView, after: str, dropped: set[str], added: list[index.NewEntry], shortened: int, repointed: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:  # noqa: PLR0913
     """The index against its load limit before and after the change. Only the loaded part of
     the new text is parsed, and not even that when it is the old loaded part (the edit was
     below it); the old index's figures come from the view: an index can be far longer than
-    what the agent loads, and every proposal of a pass edits it."""
+    what the agent loads, and every proposal of a pass edits it. A repointed entry counts
+    as its old path dropped and its new one (``repointed``) added."""
     limit = spec.limit
     if limit is None:
         return {"hooks_shortened": shortened}
@@ -179,7 +182,7 @@ def _index_facts(spec: index.IndexSpec, view: StoreView, after: str, dropped: se
     part = index.loaded(spec, after)
     seen_after = seen_before if part == view.index_loaded else {e.path for e in index.entries(spec, part, view.notes)}
     kept = listed - dropped if dropped else listed
-    new = {e.path for e in added} - listed
+    new = ({e.path for e in added} | repointed) - listed
     unloaded_after = len(kept) - len(kept & seen_after) + len(new - seen_after)
     pushed = sorted((seen_before & listed) - seen_after - dropped)
     return {**facts, "unloaded_before": len(listed) - len(listed & seen_before), "unloaded_after": unloaded_after, "pushed_out": tuple(pushed)}
@@ -242,8 +245,8 @@ def key_of(draft: Draft, view: StoreView) -> str:
     change stays rejected after a ``touch``: a merge is keyed on the notes it merges and their
     bytes, other kinds on what they write without their reason. The index and notes that only
     have a reference rewritten are left out because unrelated edits to them must not
-    resurrect a rejected merge; reindex drafts are keyed on the entries they add and drop
-    instead, relink drafts on what they repoint.
+    resurrect a rejected merge; reindex drafts are keyed on the entries they add, drop and
+    repoint and the files they create instead, relink drafts on what they repoint.
     """
     if draft.kind == MERGE:  # which notes merge, whichever survives (a new note too): a rejection must not come back reversed
         return change_key(MERGE, {p: view.notes[p].hash for p in sorted(draft.notes) if p in view.notes}, {}, ("group",))
@@ -253,5 +256,6 @@ def key_of(draft: Draft, view: StoreView) -> str:
     base = {p: h for p, h in canonical.base.items() if keep(p) and not view.is_index(p)}
     result = {p: h for p, h in canonical.result.items() if keep(p) and not view.is_index(p)}
     extra = tuple(f"-{p}" for p in sorted(draft.index_drop)) + tuple(f"+{p}" for p in sorted(draft.index_add))
+    extra += tuple(f">{a}={b}" for a, b in sorted(draft.index_repoint)) + tuple(f"*{p}={hash_bytes(d)}" for p, d in sorted(draft.create))
     extra += tuple(f"~{a}>{b}" for a, b in sorted(draft.relink, key=str)) + (("compact",) if draft.index_compact else ())
     return change_key(draft.kind, base, result, extra)

@@ -238,10 +238,11 @@ def drop(spec: IndexSpec, text: str, paths: set[str], notes: Iterable[str]) -> s
     return "".join(drop_lines(spec, Parsed.of(spec, text, notes), paths))
 
 
-def drop_lines(spec: IndexSpec, parsed: Parsed, paths: set[str]) -> list[str]:
+def drop_lines(spec: IndexSpec, parsed: Parsed, paths: set[str], lines: list[str] | None = None) -> list[str]:
     """``drop`` on an index parsed once (a pass edits the same index for every proposal):
-    the work is in the entries dropped, not in the size of the index."""
-    lines = parsed.lines
+    the work is in the entries dropped, not in the size of the index. ``lines``: the
+    parsed lines as an edit that keeps their number left them (``repoint_lines``)."""
+    lines = parsed.lines if lines is None else lines
     doomed = {e.line for path in paths for e in parsed.by_path.get(path, ())}
     if not doomed:
         return lines
@@ -253,6 +254,27 @@ def drop_lines(spec: IndexSpec, parsed: Parsed, paths: set[str]) -> list[str]:
         else:
             del out[number - 1]
     return out
+
+
+def repoint_lines(spec: IndexSpec, parsed: Parsed, moves: dict[str, str]) -> list[str]:
+    """The index's lines with every link to a key of ``moves`` (a listed path) pointing at
+    its value instead (a note's path): only the link's target changes, the line's words
+    stay, and no line is added or removed. ``links`` indexes only (a task id is no path)."""
+    if spec.format != LINKS or not moves:
+        return parsed.lines
+    out = list(parsed.lines)
+    for number in sorted({e.line for old in moves for e in parsed.by_path.get(old, ())}):
+        out[number - 1] = _LINK.sub(lambda m: _moved(spec, m, moves), out[number - 1])
+    return out
+
+
+def _moved(spec: IndexSpec, match: re.Match[str], moves: dict[str, str]) -> str:
+    new = moves.get(_resolve(spec.path, match.group("t")) or "")
+    if new is None:
+        return match.group(0)
+    target = posixpath.relpath(new, posixpath.dirname(spec.path) or ".").replace(" ", "%20")
+    start, end = match.start("t") - match.start(), match.end("t") - match.start()
+    return match.group(0)[:start] + target + match.group(0)[end:]
 
 
 def _drop_links(spec: IndexSpec, line: str, paths: set[str]) -> str:

@@ -114,12 +114,20 @@ class Names:
     def task(self, ident: str) -> list[str]:
         return [p for p in self._table("task").get(ident, ()) if p not in self.gone]
 
-    def wiki_name(self, path: str) -> str | None:
-        """How to write [[...]] so that it means exactly ``path``, or None when nothing does."""
-        for name in (self.titles.get(path), posixpath.basename(note_name(path)), note_name(path)):
-            if name and self.wiki(name) == [path]:
-                return name
-        return None
+    def wiki_name(self, path: str, like: str = "") -> str | None:
+        """How to write [[...]] so that it means exactly ``path``, or None when nothing does;
+        of the names that do, one spelled like ``like`` (what was written) once folded."""
+        names = [n for n in (self.titles.get(path), posixpath.basename(note_name(path)), note_name(path)) if n and self.wiki(n) == [path]]
+        return next((n for n in names if fold(n) == fold(like)), names[0] if names else None)
+
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+def fold(name: str) -> str:
+    """A name as its spellings share it: case, and runs of ``_``, ``-`` and spaces, set aside
+    (``Project_BGA-player`` and ``project-bga player`` fold alike)."""
+    return _SEPARATORS.sub("-", name.strip().casefold()).strip("-")
 
 
 def resolve_markdown(source: str, written: str) -> str | None:
@@ -193,7 +201,7 @@ def spelled(ref: Reference, new: str, names: Names) -> str | None:
         name = note_name(new)
         return name if new.endswith(".md") and _MEM_NAME.fullmatch(name) else None
     if ref.syntax == WIKI:
-        return names.wiki_name(new)
+        return names.wiki_name(new, ref.written)
     ident = task_id(new)
     return ident if ident and names.task(ident) == [new] else None
 

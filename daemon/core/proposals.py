@@ -82,11 +82,17 @@ class Draft:
       new bytes, or None when it stays as it is (exact duplicates).
     - supersede: ``survivor`` is the newer note, ``retire`` the older ones.
     - soft-expire: ``retire`` the expired notes, ``reason`` why.
-    - reindex: ``index_drop`` / ``index_add`` entries, ``index_compact`` to bring the index
-      within its agent's load limit, ``create`` notes for index lines that are the only
-      record of what they name (a Cline task without its file); no existing note changes.
+    - reindex: ``index_drop`` / ``index_add`` entries, ``index_repoint`` entries whose note
+      exists under another name (listed path -> the note's path: the line stays, its link
+      changes), ``index_compact`` to bring the index within its agent's load limit, ``create``
+      notes for index lines that are the only record of what they name (a Cline task without
+      its file); no existing note changes.
     - relink: ``relink`` maps what dangling references point at (a path, or a name as
-      written) to the live note that replaced it, or to None to unlink them (words kept).
+      written) to the live note that replaced it, or to None to unlink them (words kept);
+      ``relink_in`` limits it to the references of those notes (empty: every note).
+
+    ``held``: why only a person may accept it, whatever a policy says (two distinct records
+    a merge would fold into one); the change's facts carry it.
     - relocate: ``retire`` the notes, already marked retired, that move to the archive.
     """
 
@@ -105,7 +111,10 @@ class Draft:
     index_compact: bool = False
     create: tuple[tuple[str, bytes], ...] = ()
     relink: tuple[tuple[str, str | None], ...] = ()
+    relink_in: tuple[str, ...] = ()
+    index_repoint: tuple[tuple[str, str], ...] = ()
     lossy: bool = False
+    held: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -149,10 +158,11 @@ class ReadFacts:
     unloaded_after: int = 0  # and after it
     pushed_out: tuple[str, ...] = ()  # notes whose entry the agent loaded before and not after
     hooks_shortened: int = 0  # existing index entries whose hook was shortened to fit the limit
+    held: tuple[str, ...] = ()  # what the planner said only a person may decide (Draft.held)
 
     @property
     def holds(self) -> tuple[str, ...]:
-        reasons = []
+        reasons = list(self.held)
         if self.dangling:
             n = len(self.dangling)
             reasons.append(f"leaves {n} dangling reference{'s' if n != 1 else ''}")
@@ -169,7 +179,7 @@ class ReadFacts:
             "v": 1, "rewritten": self.rewritten, "unlinked": self.unlinked,
             "dangling": [d.as_dict() for d in self.dangling], "index_limit": self.index_limit,
             "unloaded_before": self.unloaded_before, "unloaded_after": self.unloaded_after,
-            "pushed_out": list(self.pushed_out), "hooks_shortened": self.hooks_shortened, "holds": list(self.holds),
+            "pushed_out": list(self.pushed_out), "hooks_shortened": self.hooks_shortened, "held": list(self.held), "holds": list(self.holds),
         }  # fmt: skip
 
     @classmethod
@@ -181,7 +191,7 @@ class ReadFacts:
             rewritten=int(raw.get("rewritten", 0)), unlinked=int(raw.get("unlinked", 0)), dangling=dangling,  # type: ignore[arg-type]
             index_limit=raw.get("index_limit"), unloaded_before=int(raw.get("unloaded_before", 0)),  # type: ignore[arg-type]
             unloaded_after=int(raw.get("unloaded_after", 0)), pushed_out=tuple(raw.get("pushed_out", ())),  # type: ignore[arg-type]
-            hooks_shortened=int(raw.get("hooks_shortened", 0)),  # type: ignore[arg-type]
+            hooks_shortened=int(raw.get("hooks_shortened", 0)), held=tuple(raw.get("held", ())),  # type: ignore[arg-type]
         )  # fmt: skip
 
 

@@ -32,10 +32,11 @@ class Kept:
     dangling: list[Dangling] = field(default_factory=list)
 
 
-def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], replaced: Mapping[str, str | None], *, by_key: bool = False, moved_from: tuple[str, ...] = ()) -> Kept:
+def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], replaced: Mapping[str, str | None], *, by_key: bool = False, moved_from: tuple[str, ...] = (), only: frozenset[str] | None = None) -> Kept:
     """Rewrite references to ``replaced`` (a target, or with ``by_key`` a reference key ->
-    the note that replaces it, None: nothing does) in every live note that stays; ``gone``:
-    notes the change retires or removes; ``after``: the change's files so far.
+    the note that replaces it, None: nothing does) in every live note that stays (of
+    ``only``, when given); ``gone``: notes the change retires or removes; ``after``: the
+    change's files so far.
 
     Notes the change writes are read in their new text, so lines a merge moved into the
     survivor are kept right too; a relative link among them that was written from one of
@@ -46,6 +47,8 @@ def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], rep
     live_after = _LiveAfter(view, after, gone)
     kept = Kept()
     referrers = {ref.source for key in replaced for ref in (view.keyed if by_key else view.incoming).get(key, ())}
+    if only is not None:
+        referrers &= only
     written = {p for p, data in after.items() if data is not None and p in live_after}
     for source in sorted(referrers | written):
         if source not in live_after:

@@ -21,11 +21,11 @@ DEFAULT_VERSIONS: tuple[tuple[str, int], ...] = (
     ("status-chain", 1),
     ("stub-note", 1),
     ("citation-drift", 1),
-    ("index-drift", 2),
+    ("index-drift", 3),
     ("index-limit", 1),
     ("tombstoned-value", 1),
     ("visible-retired", 1),
-    ("dangling-reference", 1),
+    ("dangling-reference", 2),
 )
 
 

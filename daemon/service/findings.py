@@ -4,6 +4,11 @@ Dexto puts only the newest memories in its agent's prompt (``## User Memories``,
 first ``limit`` by ``updatedAt``: 10 in its bundled agents). A store with more has
 memories the agent never reads: a person should know, and merges or expiries are how to
 make room. The pass says so every time it looks, with the keys left out.
+
+A reference (or an index entry) that lands on no live note and could mean several is not
+repointed: only a person can tell which note was meant, so the pass names it with its
+candidates (``ambiguous-reference``), every time it looks, until someone fixes the link or
+renames a note.
 """
 
 from __future__ import annotations
@@ -14,12 +19,32 @@ from daemon.config import StoreConfig
 from daemon.core.view import StoreView
 
 OVER_PROMPT_LIMIT = "over-prompt-limit"
+AMBIGUOUS = "ambiguous-reference"
+MAX_AMBIGUOUS = 20  # findings of that kind a pass lists; one more counts the rest
 
 
 def findings(store: StoreConfig, view: StoreView) -> list[dict[str, Any]]:
-    """The store's findings (only record stores of Dexto have any yet)."""
-    if store.preset != "dexto":
-        return []
+    """The store's findings."""
+    return _ambiguous(view) + (_over_prompt_limit(view) if store.preset == "dexto" else [])
+
+
+def _ambiguous(view: StoreView) -> list[dict[str, Any]]:
+    from daemon.planners.detectors.dangling import ambiguous
+    from daemon.planners.detectors.index_drift import ambiguous_entries
+
+    said = [
+        (f"{ref.source} line {ref.line}: {ref.written!r} lands on no live note and could mean {' or '.join(found)}", [ref.source, *found])
+        for ref, found in ambiguous(view)
+    ]
+    said += [(f"{view.index.path if view.index else ''} lists {path}, which does not exist and could mean {' or '.join(found)}", [path, *found]) for path, found in ambiguous_entries(view)]
+    out = [{"kind": AMBIGUOUS, "detail": f"{detail}: no repoint until a person says which", "paths": paths} for detail, paths in said[:MAX_AMBIGUOUS]]
+    if len(said) > MAX_AMBIGUOUS:
+        rest = said[MAX_AMBIGUOUS:]
+        out.append({"kind": AMBIGUOUS, "detail": f"and {len(rest)} more such references", "paths": sorted({p for _, paths in rest for p in paths[:1]})})
+    return out
+
+
+def _over_prompt_limit(view: StoreView) -> list[dict[str, Any]]:
     from daemon.stores.records import dexto
     from daemon.stores.records.rendering import parse_value, value_of
 

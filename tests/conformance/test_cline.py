@@ -45,11 +45,13 @@ def test_applying_everything_leaves_cline_reading_only_live_files(session_of):
 
 
 def test_tasks_known_only_from_the_index_get_a_file_their_line_resolves_to(session_of):
-    """For the Pending lines whose task file is missing, dreamd proposes writing each task a file; applied, both lines resolve to a Pending task."""
+    """For the Pending lines whose task file is missing, dreamd proposes writing each task a file, one proposal a file; applied, both lines resolve to a Pending task."""
     s = session_of("cline")
     assert s.allowed_unresolved == {"TASK007", "TASK008"}
-    (records,) = [p for p in s.pending_after_pass() if p.kind == "reindex" and any(path.startswith("tasks/TASK007-") for path in p.result)]
-    assert s.take(records, then_revert=False).problems == []
+    records = [p for p in s.pending_after_pass() if p.kind == "reindex" and any(path.startswith("tasks/TASK") for path in p.result)]
+    assert sorted(path.split("-")[0] for p in records for path in p.result) == ["tasks/TASK007", "tasks/TASK008"]
+    for proposal in records:
+        assert s.take(proposal, then_revert=False).problems == []
     found = {e.written: (e.resolves, e.section, e.status) for e in s.reading().entries}
     assert found["TASK007"] == found["TASK008"] == (True, "Pending", "Pending")
 

@@ -8,25 +8,35 @@ draft fixes all three; it touches only the index. New entries go into the sectio
 note belongs to (a Cline task's status, a note's type) and are not cut mid-word; a Cline
 task whose status cannot be read is left unlisted rather than filed under a wrong one.
 
+An entry whose note exists under another name (moved to another folder, re-spelled in case
+or ``_``/``-``/space: ``daemon.planners.targets``) is repointed, not dropped: the line keeps its
+words and its link names the note, which is then not added a second time. An entry that
+could mean several notes is left as it is for a person (the pass reports it with the
+dangling references it could mean several notes for).
+
 An index line can be the only record of what it names: a Cline task line whose file is
-missing holds the task's name, status and note. Such lines are never dropped; a second
-draft writes each of those tasks a file from its line, so the entry resolves and nothing
-leaves what the agent reads. A MEMORY.md line whose note is missing is dropped, but when
-it says more than the link (a hook), dropping it takes words out of what the agent
-reads: that draft is lossy and says so.
+missing holds the task's name, status and note. Such lines are never dropped; a draft for
+each of those tasks writes it a file from its line (one file a proposal, ``MAX_FILES``), so
+the entry resolves and nothing leaves what the agent reads. A MEMORY.md line whose note
+exists nowhere is dropped, and the rationale says where dreamd looked; when the line says
+more than the link (a hook), dropping it takes words out of what the agent reads: that
+draft is lossy and says so. The index's own edit is one proposal for the index.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from daemon.core.changes import new_entry
-from daemon.core.index import BY_STATUS, CLINE_TASKS, STATUSES, drop_lines, fitting, task_status
+from daemon.core.index import BY_STATUS, CLINE_TASKS, LINKS, STATUSES, drop_lines, fitting, task_status
 from daemon.core.notes import Note
 from daemon.core.proposals import REINDEX, Draft
 from daemon.core.view import StoreView
 from daemon.planners.context import PlanContext, source_of
+from daemon.planners.detectors.dangling import MAX_FILES
 from daemon.planners.evidence import MAX_EVIDENCE, first_body_line, quote
+from daemon.planners.targets import Targets
 from daemon.planners.wording import count, names
 
 _LINK = re.compile(r"\[[^\]\n]*\]\([^)\n]*\)")
@@ -37,7 +47,7 @@ _TASK_LINE = re.compile(r"^\s*[-*]\s*\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za
 
 class IndexDrift:
     name = "index-drift"
-    version = 2  # 2: sections, record lines kept, lossy drops said so
+    version = 3  # 2: sections, record lines kept, lossy drops said so; 3: repoints, one task file a proposal
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         view, index = ctx.view, ctx.view.index_note
@@ -50,23 +60,32 @@ class IndexDrift:
         candidates = [n for n in view.live_notes() if view.should_list(n) and n.path not in listed and n.path not in ctx.retiring]
         unplaced = [n.path for n in candidates if view.index.sections == BY_STATUS and task_status(n.body) is None]
         records = missing if view.index.format == CLINE_TASKS else []
-        dangling = [p for p in missing if p not in records]
-        unlisted, unloaded = _within_limit(view, dangling + retired, sorted(n.path for n in candidates if n.path not in unplaced))
-        drafts = [self._reindex(view, index, listed, dangling, retired, unlisted, unplaced, unloaded)] if dangling or retired or unlisted else []
-        if records:
-            drafts.append(self._records(view, index, listed, records))
-        return drafts
+        found = _found(view, ctx.retiring, [p for p in missing if p not in records], {n.path for n in candidates})
+        dangling = sorted([*found.nowhere, *found.elsewhere])
+        placed = set(found.moves.values())
+        unlisted, unloaded = _within_limit(view, dangling + retired, sorted(n.path for n in candidates if n.path not in unplaced and n.path not in placed))
+        drafts = []
+        if dangling or retired or unlisted or found.moves:
+            drafts.append(self._reindex(view, index, listed, found, retired, unlisted, unplaced, unloaded))
+        return drafts + [d for chunk in _chunks(records, MAX_FILES) if (d := self._records(view, index, listed, chunk)) is not None]
 
-    def _reindex(self, view: StoreView, index: Note, listed: dict[str, list[int]], dangling: list[str], retired: list[str], unlisted: list[str], unplaced: list[str], unloaded: list[str]) -> Draft:  # noqa: PLR0913
+    def _reindex(self, view: StoreView, index: Note, listed: dict[str, list[int]], found: Found, retired: list[str], unlisted: list[str], unplaced: list[str], unloaded: list[str]) -> Draft:  # noqa: PLR0913
+        moves, nowhere = found.moves, sorted(found.nowhere)
+        dangling = sorted([*nowhere, *found.elsewhere])
         lines = index.data.decode("utf-8", errors="replace").split("\n")
         said = sorted({p for p in dangling for n in listed[p] if _says_more(lines[n - 1])})
         parts = [
+            f"repoint {count(len(moves), 'entry', 'entries')}" if moves else "",
             f"drop {count(len(dangling), 'dangling entry', 'dangling entries')}" if dangling else "",
             f"drop {count(len(retired), 'entry', 'entries')} for retired notes" if retired else "",
             f"add {count(len(unlisted), 'unlisted note', 'unlisted notes')}" if unlisted else "",
         ]
+        looked = "; ".join(found.nowhere[p] for p in nowhere[:3]) + ("; …" if len(nowhere) > 3 else "")
         why = [
-            f"it lists {names(dangling)}, which {'does' if len(dangling) == 1 else 'do'} not exist" if dangling else "",
+            f"it lists {names([f'{a} (the note is {b})' for a, b in sorted(moves.items())])}, under a name the note does not have: "
+            f"{'the line keeps its words and its link names the note' if len(moves) == 1 else 'each line keeps its words and its link names the note'}" if moves else "",
+            f"it lists {names(nowhere)}, which exist{'s' if len(nowhere) == 1 else ''} nowhere in the store (looked for: {looked})" if nowhere else "",
+            f"it lists {names([f'{a} (the note is {b}, listed under its own name)' for a, b in sorted(found.elsewhere.items())])}" if found.elsewhere else "",
             f"it still lists retired {names(retired)}" if retired else "",
             f"live {names(unlisted)} {'is' if len(unlisted) == 1 else 'are'} not listed" if unlisted else "",
         ]
@@ -84,7 +103,7 @@ class IndexDrift:
                 f" Not added: {names(unloaded)}: {view.reader.agent} would not load {'its entry' if len(unloaded) == 1 else 'their entries'} "
                 f"({view.index.limit.describe()}); fold notes together or shorten the index to make room."
             )
-        evidence = [quote(index, line) for path in (*dangling, *retired)[:MAX_EVIDENCE] for line in listed[path][:1]]
+        evidence = [quote(index, line) for path in (*moves, *dangling, *retired)[:MAX_EVIDENCE] for line in listed[path][:1]]
         evidence += [e for e in map(first_body_line, (view.notes[p] for p in unlisted[:MAX_EVIDENCE])) if e]
         return Draft(
             kind=REINDEX,
@@ -95,10 +114,11 @@ class IndexDrift:
             evidence=tuple(dict.fromkeys(evidence))[:MAX_EVIDENCE],
             index_drop=tuple(sorted(dangling + retired)),
             index_add=tuple(unlisted),
+            index_repoint=tuple(sorted(found.moves.items())),
             lossy=bool(said),
         )
 
-    def _records(self, view: StoreView, index: Note, listed: dict[str, list[int]], records: list[str]) -> Draft:
+    def _records(self, view: StoreView, index: Note, listed: dict[str, list[int]], records: list[str]) -> Draft | None:
         """Give each task that exists only as an index line a file written from that line."""
         lines = index.data.decode("utf-8", errors="replace").split("\n")
         create, evidence = [], []
@@ -109,6 +129,8 @@ class IndexDrift:
             if made is not None and made[0] not in view.notes:
                 create.append(made)
                 evidence.append(quote(index, number))
+        if not create:
+            return None
         ids = [path.rsplit("/", 1)[-1].split("-", 1)[0] for path, _ in create]
         return Draft(
             kind=REINDEX,
@@ -124,6 +146,52 @@ class IndexDrift:
             evidence=tuple(evidence[:MAX_EVIDENCE]),
             create=tuple(create),
         )
+
+
+@dataclass(frozen=True)
+class Found:
+    """What became of the notes missing entries name: found under another name (``moves``:
+    the line is repointed; ``elsewhere``: the note has an entry already, this one goes), or
+    nowhere (the entry goes, with what was looked for). Entries that could mean several
+    notes, or a note this pass retires, are in none: left for a person, or for that proposal."""
+
+    moves: dict[str, str] = field(default_factory=dict)
+    elsewhere: dict[str, str] = field(default_factory=dict)
+    nowhere: dict[str, str] = field(default_factory=dict)  # listed path -> what was looked for
+
+
+def _found(view: StoreView, retiring: frozenset[str], missing: list[str], unlisted: set[str]) -> Found:
+    found = Found()
+    if view.index is None or view.index.format != LINKS:
+        found.nowhere.update({path: path for path in missing})
+        return found
+    targets = Targets(view)
+    for path in missing:
+        near = targets.of_path(path)
+        note = near.unique
+        if not near.candidates:
+            found.nowhere[path] = near.looked_for
+        elif note is None or note in retiring:
+            continue
+        elif note in unlisted and note not in found.moves.values():
+            found.moves[path] = note
+        else:
+            found.elsewhere[path] = note
+    return found
+
+
+def ambiguous_entries(view: StoreView) -> list[tuple[str, tuple[str, ...]]]:
+    """Entries naming no note that could mean several live notes: each with its candidates."""
+    if view.index is None or view.index.format != LINKS or view.index_note is None:
+        return []
+    present = set(view.notes) | set(view.other_files)
+    targets = Targets(view)
+    found = ((path, targets.of_path(path).candidates) for path in sorted(view.listed()) if path not in present)
+    return [(path, candidates) for path, candidates in found if len(candidates) > 1]
+
+
+def _chunks(items: list[str], size: int) -> list[list[str]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
 
 
 def _within_limit(view: StoreView, drop: list[str], unlisted: list[str]) -> tuple[list[str], list[str]]:
