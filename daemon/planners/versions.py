@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from daemon.planners.settings import DetectorSettings
 
 DEFAULT_VERSIONS: tuple[tuple[str, int], ...] = (
-    ("exact-duplicate", 4),
-    ("near-duplicate", 4),
+    ("exact-duplicate", 5),
+    ("near-duplicate", 5),
     ("ttl", 2),
     ("declared-supersession", 1),
     ("status-chain", 1),

@@ -77,8 +77,8 @@ def test_log_json_names_humans_for_decisions_and_detectors_for_proposals(example
     for e in events:
         if e["proposal_id"] is not None:
             by_proposal.setdefault(e["proposal_id"], []).append((e["type"], e["actor"], e["surface"]))
-    assert by_proposal[1] == [("proposal.pending", "detector:exact-duplicate@4", "cli"), ("proposal.accepted", HUMAN, "cli"), ("proposal.applied", HUMAN, "cli")]
-    assert by_proposal[2] == [("proposal.pending", "detector:exact-duplicate@4", "cli"), ("proposal.rejected", HUMAN, "cli")]
+    assert by_proposal[1] == [("proposal.pending", "detector:exact-duplicate@5", "cli"), ("proposal.accepted", HUMAN, "cli"), ("proposal.applied", HUMAN, "cli")]
+    assert by_proposal[2] == [("proposal.pending", "detector:exact-duplicate@5", "cli"), ("proposal.rejected", HUMAN, "cli")]
     assert all(re.fullmatch(r"detector:[a-z-]+@\d+", e["actor"]) for e in events if e["type"] == "proposal.pending")
     assert [e["type"] for e in events if e["store"] == str(other)] == ["proposal.pending", "pass.completed"]
 

@@ -24,7 +24,7 @@ def test_groups_identical_bodies_into_one_merge():
     assert draft.kind == MERGE and draft.confidence == 1.0 and draft.survivor_data is None
     assert draft.survivor == "a.md" and draft.retire == ("b.md", "c.md")
     assert draft.title == "Merge 2 exact duplicates into a.md"
-    assert draft.source == "detector:exact-duplicate@4"
+    assert draft.source == "detector:exact-duplicate@5"
 
 
 def test_equality_ignores_case_whitespace_and_frontmatter():

@@ -111,8 +111,8 @@ def test_a_whole_flow_is_logged_with_actors_and_per_store_sequence(example_store
     theirs = [e for e in events if e["store"] == other.name]
     assert [e["seq"] for e in theirs] == list(range(1, len(theirs) + 1))
     assert [(e["type"], e["actor"]) for e in mine if e["proposal_id"] in (first, second)] == [
-        ("proposal.pending", "detector:exact-duplicate@4"),
-        ("proposal.pending", "detector:exact-duplicate@4"),
+        ("proposal.pending", "detector:exact-duplicate@5"),
+        ("proposal.pending", "detector:exact-duplicate@5"),
         ("proposal.accepted", HUMAN),
         ("proposal.rejected", HUMAN),
         ("proposal.applied", HUMAN),

@@ -92,7 +92,7 @@ def test_a_patch_is_the_header_block_then_the_stored_diff(example_store, make_ap
     assert "#   Build with `make build`; it writes the binary to `out/orchard`." in lines
     assert f"# base: MEMORY.md={view.base['MEMORY.md']}" in lines
     assert "# result: build-commands-copy.md=none" in lines
-    assert "# confidence: 1.00" in lines and "# source: detector:exact-duplicate@4" in lines
+    assert "# confidence: 1.00" in lines and "# source: detector:exact-duplicate@5" in lines
 
 
 def test_a_policy_verdict_is_in_the_header_as_a_decision(example_store, make_app):

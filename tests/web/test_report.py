@@ -105,7 +105,7 @@ def test_a_proposal_page_shows_confidence_source_policy_verdict_and_decisions(re
     write_html_report(app, [get_proposal(app, reviewed.build)], tmp_path / "report")
     page = (tmp_path / "report" / f"proposal-{reviewed.build}.html").read_text(encoding="utf-8")
     assert "<tr><td>confidence</td><td>1.00</td></tr>" in page
-    assert "<tr><td>source</td><td><code>detector:exact-duplicate@4</code></td></tr>" in page
+    assert "<tr><td>source</td><td><code>detector:exact-duplicate@5</code></td></tr>" in page
     assert re.search(r"<li>rejected by <code>policy:strict@abc123</code> at [0-9T:+-]+: too eager</li>", page)
     assert re.search(r"<tr><td>reject</td><td><code>policy:strict@abc123</code></td><td>cli</td><td>[0-9T:+-]+</td><td>too eager</td></tr>", page)
 

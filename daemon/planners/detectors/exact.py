@@ -4,7 +4,9 @@ Agents re-save the same memory under a new name; every copy costs context and ca
 later. Frontmatter is ignored (it differs in dates and names, not in what the note says).
 Each group becomes one merge into the note most worth keeping, whose text stays unchanged
 (where the preset allows, its frontmatter records the copies in ``merged_from``), so nothing
-is lost and the confidence is 1.0.
+is lost and the confidence is 1.0. Two distinct records of a series (ADR-017 and ADR-021,
+``daemon.planners.series``) whose bodies differ only in case or whitespace are held for a
+person; byte-identical bodies are copies and merge.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.core.proposals import MERGE, Draft
+from daemon.planners import series
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import first_body_line
 from daemon.planners.merge import VOTES, with_votes
@@ -20,7 +23,7 @@ from daemon.planners.survivor import Choice, choose
 
 class ExactDuplicates:
     name = "exact-duplicate"
-    version = 4  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker
+    version = 5  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker; 5: distinct records held
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         groups: dict[str, list[Note]] = {}
@@ -31,7 +34,7 @@ class ExactDuplicates:
         for group in groups.values():
             choice = choose(ctx.view, group) if len(group) > 1 else None
             if choice is not None:
-                drafts.append(self._draft(ctx.view, choice))
+                drafts.append(series.hold(self._draft(ctx.view, choice), ctx.view))
         return drafts
 
     def _draft(self, view: StoreView, choice: Choice) -> Draft:

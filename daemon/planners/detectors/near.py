@@ -5,7 +5,10 @@ drift apart. Notes are compared by the Jaccard similarity of their word shingles
 + LSH finds candidate pairs without comparing all pairs, and each candidate is confirmed
 with the exact Jaccard. Linked pairs form groups (union-find). The merge is lossless: the
 survivor keeps its bytes and gains every line of the others it lacks, so confidence (the
-group's lowest Jaccard) says how alike the notes were, not how much could be lost.
+group's lowest Jaccard) says how alike the notes were, not how much could be lost. Notes
+that are distinct records of a series (ADR-017 and ADR-021, two sprints' retrospectives:
+``daemon.planners.series``) are alike by template, not duplicates: their merge is held for a
+person, naming the identifiers that differ.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import numpy as np
 
 from daemon.core.notes import Note
 from daemon.core.proposals import MERGE, Draft
+from daemon.planners import series
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import first_body_line
 from daemon.planners.merge import VOTES, additions, merged_data, with_votes
@@ -28,7 +32,7 @@ from daemon.planners.survivor import Choice, choose, ranked
 
 class NearDuplicates:
     name = "near-duplicate"
-    version = 4  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker
+    version = 5  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker; 5: distinct records held
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         return self.plan(ctx)[0]
@@ -54,7 +58,8 @@ class NearDuplicates:
             extra += computed
             merged = merged_data(choice.survivor, added, marked=ctx.view.reader.merge_marker)
             data = with_votes(ctx.view, choice.survivor, choice.retire, merged)
-            drafts.append(self._draft(choice, added, score, ctx.settings.shingle_size, data, voted=data != merged, marked=ctx.view.reader.merge_marker))
+            draft = self._draft(choice, added, score, ctx.settings.shingle_size, data, voted=data != merged, marked=ctx.view.reader.merge_marker)
+            drafts.append(series.hold(draft, ctx.view))
         return drafts, replace(stats, comparisons=stats.comparisons + extra)
 
     def _draft(self, choice: Choice, added: dict[str, list[str]], score: float, size: int, data: bytes | None, *, voted: bool, marked: bool = True) -> Draft:  # noqa: PLR0913

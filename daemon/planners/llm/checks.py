@@ -22,6 +22,8 @@ every Draft (detector or model) goes through later:
   few tokens instead of a rewrite of both;
 - a merge may fold its notes into a new note (``new_path``, ``new_title``): a plain, unused
   markdown path the agent reads (``newnote``);
+- a merge of two distinct records of a series (ADR-017 and ADR-021; ``daemon.planners.series``)
+  is held for a person, naming the identifiers that differ, unless the texts are copies;
 - a merge with a note related to none of its others (no content word of its text or name
   shared, no candidate group shared) is kept for a person only: its confidence is at most
   ``UNRELATED_CONFIDENCE``, which no shipped policy accepts. People fold notes that share
@@ -43,6 +45,7 @@ from daemon.core import frontmatter
 from daemon.core.notes import Note
 from daemon.core.proposals import MERGE, SOFT_EXPIRE, SUPERSEDE, Draft, Evidence
 from daemon.core.view import StoreView
+from daemon.planners import series
 from daemon.planners.llm.derive import content_words, derive
 from daemon.planners.llm.lossless import invented, uncovered
 from daemon.planners.llm.newnote import clean_title, new_note_data, path_problem
@@ -114,7 +117,7 @@ def _draft(p: ModelProposal, sent: Sent, source: str) -> Draft:
     if derived:
         confidence = min(confidence, DERIVED_CONFIDENCE)
     if p.kind == MERGE:
-        draft = _merge(p, notes, evidence, confidence, sent, source)
+        draft = series.hold(_merge(p, notes, evidence, confidence, sent, source), sent.view)  # distinct records of a series: a person decides
     elif p.kind == SUPERSEDE:
         draft = _supersede(p, notes, evidence, confidence, sent, source)
     else:
