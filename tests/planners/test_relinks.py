@@ -194,3 +194,12 @@ def test_a_link_to_a_note_expired_into_the_archive_is_not_guessed_onto_a_namesak
     (draft,) = relinks(store)
     assert dict(draft.relink) == {"login.md": None}
     assert "login.md was retired into the archive and names no note that replaced it; auth/login.md has its name, if that is what was meant" in draft.rationale
+
+
+def test_an_entry_whose_note_the_index_should_not_list_is_dropped_saying_so():
+    """An entry re-spelling a note outside what the index lists is dropped, naming the note and why it is not repointed."""
+    index, spec = memory_index("- [Other](Other.md)")
+    store = dataclasses.replace(view(index, note("other.md", "x\n"), note("notes/a.md", "a\n"), index=spec, scope="notes/*.md"), reader=readers.CLAUDE_CODE)
+    (draft,) = IndexDrift().detect(context(store))
+    assert draft.index_drop == ("Other.md",) and draft.index_repoint == ()
+    assert "Other.md (the note is other.md, which the index does not list)" in draft.rationale

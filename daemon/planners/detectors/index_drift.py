@@ -85,7 +85,7 @@ class IndexDrift:
             f"it lists {names([f'{a} (the note is {b})' for a, b in sorted(moves.items())])}, under a name the note does not have: "
             f"{'the line keeps its words and its link names the note' if len(moves) == 1 else 'each line keeps its words and its link names the note'}" if moves else "",
             f"it lists {names(nowhere)}, which exist{'s' if len(nowhere) == 1 else ''} nowhere in the store (looked for: {looked})" if nowhere else "",
-            f"it lists {names([f'{a} (the note is {b}, listed under its own name)' for a, b in sorted(found.elsewhere.items())])}" if found.elsewhere else "",
+            f"it lists {names([f'{a} (the note is {b}, {_why_not(view, b)})' for a, b in sorted(found.elsewhere.items())])}" if found.elsewhere else "",
             f"it still lists retired {names(retired)}" if retired else "",
             f"live {names(unlisted)} {'is' if len(unlisted) == 1 else 'are'} not listed" if unlisted else "",
         ]
@@ -151,7 +151,8 @@ class IndexDrift:
 @dataclass(frozen=True)
 class Found:
     """What became of the notes missing entries name: found under another name (``moves``:
-    the line is repointed; ``elsewhere``: the note has an entry already, this one goes), or
+    the line is repointed; ``elsewhere``: the note has an entry already, or is not one the
+    index lists, and this one goes), or
     nowhere (the entry goes, with what was looked for). Entries that could mean several
     notes, or a note this pass retires, are in none: left for a person, or for that proposal."""
 
@@ -178,6 +179,11 @@ def _found(view: StoreView, retiring: frozenset[str], missing: list[str], unlist
         else:
             found.elsewhere[path] = note
     return found
+
+
+def _why_not(view: StoreView, path: str) -> str:
+    """Why an entry is not repointed at the note found for it."""
+    return "listed under its own name" if path in view.listed_paths else "which the index does not list"
 
 
 def ambiguous_entries(view: StoreView) -> list[tuple[str, tuple[str, ...]]]:
