@@ -14,6 +14,10 @@ notes the one before left tied:
 4. the shortest path, then the one that sorts first.
 
 The rationale names the step that decided. Notes that may not be retired stay where they are.
+Steps 1 and 2 are the store's structure and *bind* (``Choice.binding``): a model's merge is put
+into that note whatever the model named. Steps 3 and 4 only break a tie when nothing else says
+which note to keep, so a model's (or a person's) own choice stands over them: which of two
+notes on one topic reads as the one to keep is a judgement of their text, not of their dates.
 """
 
 from __future__ import annotations
@@ -50,16 +54,16 @@ class Choice:
     survivor: Note
     retire: tuple[Note, ...]
     why: str  # why the survivor won, for the rationale
-
+    binding: bool = True  # decided by the store's structure (steps 1-2), not a tie-break
 
 def choose(view: StoreView, notes: Iterable[Note]) -> Choice | None:
     """The survivor and the notes to retire into it; None when nothing can be retired."""
     group = sorted(notes, key=lambda n: n.path)
     if len(group) < 2:
         return None
-    survivor, why = _decide(view, group)
+    survivor, why, binding = _decide(view, group)
     retire = tuple(n for n in group if n is not survivor and can_retire(view, n))
-    return Choice(survivor, retire, why) if retire else None
+    return Choice(survivor, retire, why, binding) if retire else None
 
 
 def ranked(view: StoreView, notes: Iterable[Note]) -> list[Note]:
@@ -67,24 +71,25 @@ def ranked(view: StoreView, notes: Iterable[Note]) -> list[Note]:
     rest = sorted(notes, key=lambda n: n.path)
     order = []
     while rest:
-        best, _ = _decide(view, rest)
+        best, _, _ = _decide(view, rest)
         order.append(best)
         rest = [n for n in rest if n is not best]
     return order
 
 
-def _decide(view: StoreView, group: list[Note]) -> tuple[Note, str]:
-    """The best survivor of ``group`` and why, step by step (see the module docstring)."""
+def _decide(view: StoreView, group: list[Note]) -> tuple[Note, str, bool]:
+    """The best survivor of ``group``, why, and whether the store's structure decided (see the
+    module docstring)."""
     tied = group
-    for step in (_pinned, _unretirable, _cited_by_pinned, _most_referenced, _newest, _shortest_path):
+    for step in (*_BINDING, _newest, _shortest_path):
         if len(tied) == 1:
             break
         narrowed = step(view, tied)
         if narrowed is not None:
             tied, why = narrowed
             if len(tied) == 1:
-                return tied[0], why
-    return tied[0], "its path sorts first"
+                return tied[0], why, step in _BINDING
+    return tied[0], "its path sorts first", False
 
 
 def _pinned(view: StoreView, tied: list[Note]) -> tuple[list[Note], str] | None:
@@ -157,3 +162,6 @@ def _duration(seconds: float) -> str:
         if seconds >= 2 * size:
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.0f} s"
+
+
+_BINDING = (_pinned, _unretirable, _cited_by_pinned, _most_referenced)  # steps 1-2: the store's structure decides

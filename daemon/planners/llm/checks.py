@@ -239,7 +239,7 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
             body = _union_body([sent.view.notes[n] for n in notes])
         return _merge_into_new(p, notes, evidence, confidence, sent, source, rationale, body, bool(missing))
     kept = choose(sent.view, [sent.view.notes[n] for n in notes])
-    if kept is not None and kept.survivor.path != survivor:  # the store's references decide, not the model
+    if kept is not None and kept.binding and kept.survivor.path != survivor:  # the store's structure decides, not the model
         rationale += f" The merged text goes into {kept.survivor.path}, not {survivor} as the model said: {kept.why}."
         survivor = kept.survivor.path
     note = sent.view.notes[survivor]

@@ -273,6 +273,19 @@ def test_the_store_not_the_model_chooses_which_note_keeps_the_merged_text() -> N
     assert draft.survivor_data == b"One fact here.\nA second fact.\n"
 
 
+def test_the_models_survivor_stands_where_only_a_tie_break_would_choose_another() -> None:
+    """Dates and path lengths only break ties: with no reference deciding, the note the model keeps is kept."""
+    import datetime as dt
+
+    older = note("decisions/queue-choice.md", "We use SQS, not Kafka.\n", mtime=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc))
+    newer = note("adr/adr-009-queues.md", "We use SQS, not Kafka.\nKafka was too much to run.\n", mtime=dt.datetime(2026, 5, 1, tzinfo=dt.timezone.utc))
+    sent = sent_for(view(older, newer), "decisions/queue-choice.md", "adr/adr-009-queues.md")
+    quotes = [{"note": "n1", "quote": "We use SQS, not Kafka."}]
+    draft = check(proposal("merge", survivor="n1", merged_body="We use SQS, not Kafka.\nKafka was too much to run.", evidence=quotes), sent, SOURCE)
+    assert isinstance(draft, Draft) and (draft.survivor, draft.retire) == ("decisions/queue-choice.md", ("adr/adr-009-queues.md",))
+    assert "as the model said" not in draft.rationale
+
+
 UNRELATED_MERGE = (
     "# Deploying\nRun make release, then push the new tag.\nThe fern by the window is watered on Mondays.\n"
 )
