@@ -179,7 +179,9 @@ class _Run:
     def __init__(self, planner: LLMPlanner, plan: LLMPlan, templates: Templates, view: StoreView, now: dt.datetime, texts: dict[str, str], secrets: dict[str, int]) -> None:
         self.p, self.plan, self.templates, self.view, self.now = planner, plan, templates, view, now
         self.texts, self.secrets = texts, secrets
-        self.claimed: set[str] = set()
+        self.writes: set[str] = set()  # notes earlier drafts change, retire or create
+        self.retired: set[str] = set()  # of those, the notes they retire
+        self.relies: set[str] = set()  # notes earlier drafts point retired notes at
         self.flags: dict[str, str] = {}
 
     def call(self, batch: Batch, compact: bool = False) -> bool:
@@ -261,12 +263,16 @@ class _Run:
         for proposal in reply.proposals:
             result = check(proposal, sent, self.p.source)
             if isinstance(result, Draft):
-                overlap = sorted(set(result.notes) & self.claimed)
+                writes, relies = _footprint(result)
+                gone = set(result.retire)
+                overlap = sorted((writes & self.writes) | (relies & self.retired) | (gone & self.relies))
                 if overlap:
                     reason = f"overlaps an earlier model proposal of this pass on {overlap[0]}"
                     result = Refusal(result.kind, result.notes, result.rationale, reason, self.p.source, proposal.model_dump())
                 else:
-                    self.claimed.update(result.notes)
+                    self.writes |= writes
+                    self.retired |= gone
+                    self.relies |= relies
                     result = self._caution(result)
             (self.plan.drafts if isinstance(result, Draft) else self.plan.refusals).append(result)  # type: ignore[arg-type]
 
@@ -278,6 +284,17 @@ class _Run:
         path = involved[0]
         note = f" Caution: {path} was flagged because its text {self.flags[path]}; review this by hand."
         return replace(draft, confidence=min(draft.confidence, FLAGGED_CONFIDENCE), rationale=draft.rationale + note)
+
+
+def _footprint(draft: Draft) -> tuple[set[str], set[str]]:
+    """(notes the draft writes, notes it points retired notes at). Two drafts of one pass
+    conflict when they write the same note, or one retires the note the other points at; a
+    supersede whose newer note a merge rewrites (and keeps) does not: the newer note stays."""
+    writes = set(draft.retire) | {path for path, _ in draft.create}
+    if draft.survivor and draft.survivor_data is not None:
+        writes.add(draft.survivor)
+    relies = {draft.survivor} - writes if draft.survivor else set()
+    return writes, relies
 
 
 CUT = "cut"  # a reply cut off at its room: one in less room may do

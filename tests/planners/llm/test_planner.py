@@ -229,3 +229,34 @@ def test_proposals_past_the_limit_are_said_in_the_calls_record() -> None:
     (call,) = result.calls
     assert call.status == "ok" and call.error == f"7 proposals past the {MAX_PROPOSALS} a reply may hold were not read"
     assert len(result.refusals) == MAX_PROPOSALS
+
+
+def _api_store():  # noqa: ANN202
+    return store(
+        note("svc/api.md", "# API\nPOST /orders creates an order.\nGET /orders/{id} reads one.\n"),
+        note("svc/api-notes.md", "# API notes\nPOST /orders creates an order.\nOrders are paged by 50.\n"),
+        note("svc/api-v1.md", "# API v1\nSUPERSEDED: v1 was removed; see svc/api.md.\n"),
+    )
+
+
+def _ids(fake: FakeModel) -> dict[str, str]:
+    import re
+
+    return {path: i for i, path in re.findall(r'<note id="(n\d+)" path="([^"]+)"', fake.requests[0].user)}
+
+
+def test_a_supersede_by_the_note_a_merge_keeps_is_not_an_overlap() -> None:
+    """The merge rewrites api.md and keeps it; the supersede points v1 at it: both stand."""
+    v = _api_store()
+    probe = FakeModel().enqueue(reply())
+    plan(probe, {"svc/api.md"}, v=v)
+    n = _ids(probe)
+    merge = {"kind": "merge", "notes": [n["svc/api.md"], n["svc/api-notes.md"]], "survivor": n["svc/api.md"], "merged_body": None,
+             "evidence": [{"note": n["svc/api.md"], "quote": "POST /orders creates an order."}]}  # fmt: skip
+    supersede = {"kind": "supersede", "notes": [n["svc/api.md"], n["svc/api-v1.md"]], "newer": n["svc/api.md"],
+                 "evidence": [{"note": n["svc/api.md"], "quote": "GET /orders/{id} reads one."}, {"note": n["svc/api-v1.md"], "quote": "v1 was removed"}]}  # fmt: skip
+    result = plan(FakeModel().enqueue(reply(merge, supersede)), {"svc/api.md"}, v=v)
+    assert [d.kind for d in result.drafts] == ["merge", "supersede"] and result.refusals == []
+    against = dict(merge, survivor=n["svc/api-notes.md"])  # now the merge retires the note the supersede points at
+    result = plan(FakeModel().enqueue(reply(against, supersede)), {"svc/api.md"}, v=v)
+    assert [d.kind for d in result.drafts] == ["merge"] and "overlaps an earlier model proposal of this pass on svc/api.md" in result.refusals[0].reason
