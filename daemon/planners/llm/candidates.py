@@ -10,7 +10,8 @@ that do not, and ride along as hints when it does.
 
 Notes are related when they are loose near-duplicates (word-set Jaccard >= 0.5 with the
 same MinHash machinery as the deterministic detector, which wants >= 0.8 of 5-word
-phrases), share a title, a tag, a cited file or URL or a file-name stem, belong to one dated
+phrases), share a title, a tag, a cited file or URL or a file-name stem, when one names the
+other by its path or file name ("see services/booking-api.md"), belong to one dated
 or numbered series (``week7``, ``week8``; newest first), are both dated
 status/progress/checkpoint notes, share rare terms of one topic (``topics``: BM25-like
 weights, headings, titles and file names counting double), or when one is a changed
@@ -48,6 +49,7 @@ MIN_NEIGHBOUR = 0.3  # estimated word-set Jaccard below which a "nearest" note i
 STATUS = "dated status notes"
 SERIES = "a dated or numbered series"
 TOPIC = "shared rare terms"
+NAMED = "one names the other"
 NEWEST_FIRST = (STATUS, SERIES)  # relations whose members are ranked by time, not similarity
 _MARGIN = 0.15  # > 3 standard deviations of a 128-permutation estimate near 0.5
 
@@ -139,6 +141,22 @@ def _keys(note: Note) -> Iterable[tuple[str, str]]:
         yield STATUS, "status"
 
 
+def _naming(pool: list[Note]) -> list[set[str]]:
+    """Pairs where one note names another by its path or file name ("current endpoints in
+    services/booking-api.md"): a successor, a fuller copy, a note it was split from."""
+    by_name: dict[str, set[str]] = defaultdict(set)
+    for note in pool:
+        by_name[note.path.casefold()].add(note.path)
+        by_name[note.path.rsplit("/", 1)[-1].casefold()].add(note.path)
+    pairs = []
+    for note in pool:
+        for cited in _citations(note.body):
+            for target in by_name.get(cited, set()) | by_name.get(cited.rsplit("/", 1)[-1], set()) if cited.endswith(".md") else ():
+                if target != note.path:
+                    pairs.append({note.path, target})
+    return pairs
+
+
 def select(
     view: StoreView,
     changed: set[str],
@@ -183,6 +201,7 @@ def select(
             members[key].add(note.path)
     # a key shared by very many notes says as little as a stopword; status notes stay (newest first)
     raw += [(m, rel) for (rel, _), m in sorted(members.items()) if m & anchors and (len(m) <= MAX_RELATION or rel in NEWEST_FIRST)]
+    raw += [(pair, NAMED) for pair in _naming(pool) if pair & anchors]
     for a, agree in near.items():
         order = [int(i) for i in np.argsort(-agree.astype(np.int16), kind="stable")[: neighbours + 1]]
         raw.append(({a} | {paths[i] for i in order if paths[i] != a and agree[i] >= MIN_NEIGHBOUR * perms}, "nearest neighbours"))

@@ -45,6 +45,7 @@ LARGE_SHARE = 4  # a note over 1/4 of a call (and 3x the median) is sent once: n
 WEIGHTS = {
     "similar wording": 1.0,
     "same title": 0.9,
+    "one names the other": 0.9,
     "a dated or numbered series": 0.8,
     "dated status notes": 0.8,
     "same file name": 0.7,

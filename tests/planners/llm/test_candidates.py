@@ -67,6 +67,18 @@ def test_shared_citation_and_file_stem_relate_notes() -> None:
     assert [g.paths for g in stem] == [("deploy-2026-02.md", "deploy-2026-01.md")]
 
 
+def test_a_note_that_names_another_by_its_path_or_file_name_is_related_to_it() -> None:
+    """A superseded note pointing at its successor shares no words with it, yet one names the other."""
+    v = view(
+        note("services/orders-v1.md", "SUPERSEDED: v1 was removed; the current endpoints are in services/orders.md.\n"),
+        note("services/orders.md", "Endpoints: POST /orders, GET /orders/{id}.\n"),
+        note("misc/plants.md", "Water the ferns on Fridays.\n"),
+    )
+    found = select(v, {"services/orders-v1.md"}, set(), lambda p: False)
+    assert any(set(g.paths) == {"services/orders-v1.md", "services/orders.md"} and "one names the other" in g.reasons for g in found)
+    assert all("misc/plants.md" not in g.paths for g in found)
+
+
 def test_groups_are_capped_and_say_so() -> None:
     many = [note(f"t/n{i:02d}.md", f"---\ntags: [infra]\n---\nNote {i} about something else entirely {i * 7}.\n") for i in range(20)]
     groups = select(view(*many), {"t/n03.md"}, set(), lambda p: False)
