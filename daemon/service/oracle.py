@@ -128,10 +128,12 @@ class _Answer:
     def _merge(self, group: frozenset[str]) -> dict[str, Any]:
         survivor = self.labels.survivors.get(group) or sorted(group)[0]
         ordered = [survivor, *sorted(group - {survivor})]
-        body = self._body(survivor)  # unchanged when it already says everything: an exact copy changes no byte
+        body: str | None = self._body(survivor)  # unchanged when it already says everything: an exact copy changes no byte
         for path in ordered[1:]:
-            missing = uncovered([self._body(path)], body, [])
-            body = body.rstrip("\n") + "".join(f"\n- {unit}" for unit in missing) + "\n" if missing else body
+            missing = uncovered([self._body(path)], body or "", [])
+            body = (body or "").rstrip("\n") + "".join(f"\n- {unit}" for unit in missing) + "\n" if missing else body
+        if any(has_marker(self._text(p)) for p in ordered):
+            body = None  # as the prompt asks: a merge of a redacted note is an edit script, dreamd writes it from the notes
         return _proposal(MERGE, ordered, f"The labels of {self.labels.name} merge these notes into {survivor}.", self._evidence(ordered),
                          survivor=survivor, merged_body=body)  # fmt: skip
 
