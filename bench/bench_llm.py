@@ -1,17 +1,21 @@
-"""Benchmark the LLM part of a pass against the dump-everything prompt (see bench/README.md).
+"""Benchmark the LLM part of a pass: coverage, passes to full coverage, and tokens against the
+dump-everything prompt (see bench/README.md).
 
-    .venv/bin/python bench/bench_llm.py [--sizes 14,100,1000,10000] [--tokens-per-call 6000] [--counter litellm|chars] [--json out.json] [--profile]
+    .venv/bin/python bench/bench_llm.py [--sizes 9,14,100,1000,10000] [--window 128000] [--reply 16384]
+        [--tokens-per-pass N] [--counter litellm|chars] [--json out.json] [--profile]
 
-For each store size, on a generated store (``generate.py``) with a fresh SQLite database
-in a temp dir and ``generate.NOW`` as the clock, with a model that answers every request
-with an empty proposal list (so the figures are about dreamd, not a network or a model):
+For each store size, on a generated store (``generate.py``) with a fresh SQLite database in a
+temp dir and ``generate.NOW`` as the clock, with a model that answers every request with an
+empty proposal list (so the figures are about dreamd, not a network or a model) and declares
+the limits of a 128k-window model (``--window``, ``--reply``), under the default budget (one
+pass: 1,000,000 tokens; ``--tokens-per-pass`` to change it):
 
-1. pass 1: every note is new to the LLM planner (reported, not a target);
-2. 1% of the notes get one line edited (a deterministic sample), then pass 2;
-3. pass 3 on the unchanged store: it must make exactly 0 model calls.
-
-A store whose notes fit one call is sent whole (the whole-store route); the benchmark reports
-which route each pass took and checks that no call's prompt exceeded ``tokens_per_call``.
+1. passes until the model has been shown every note and every group of related notes
+   together: how many it took, how many the first pass announced, the notes shown of the
+   notes due in each, and that every note was shown;
+2. 1% of the notes get one line edited (a deterministic sample), then one pass: its tokens
+   against the baseline;
+3. a pass on the unchanged, covered store: it must make exactly 0 model calls.
 
 Tokens are counted with one counter for everything (``litellm.token_counter`` for
 ``gpt-4o-mini`` by default): the planner's own estimates, the fake model's usage and the
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import cProfile
 import dataclasses
+import datetime as dt
 import functools
 import html
 import json
@@ -46,10 +51,13 @@ import daemon.service.passes as passes  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402
 from daemon.db import repo  # noqa: E402
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings  # noqa: E402
+from daemon.llm.limits import ModelLimits  # noqa: E402
 from daemon.logs import configure  # noqa: E402
+from daemon.planners.llm.candidates import sendable  # noqa: E402
 from daemon.planners.llm.prompts import PromptBatch, PromptNote, escape_data, load_templates  # noqa: E402
 from daemon.service.context import App  # noqa: E402
-from daemon.service.llm_pass import changed_since_last_llm_pass  # noqa: E402
+from daemon.db.ledger import ledger_rows  # noqa: E402
+from daemon.service.coverage import Ledger  # noqa: E402
 from daemon.service.workspace import observe  # noqa: E402
 from generate import NOW, generate_store  # noqa: E402
 
@@ -80,12 +88,16 @@ class EmptyReplies:
     tokens what the request carries (system, user, extra turns, the JSON schema) with the
     benchmark's counter. Its own time is kept apart: it stands for the model, not dreamd."""
 
-    def __init__(self, count: Callable[[str], int]) -> None:
+    def __init__(self, count: Callable[[str], int], known: ModelLimits) -> None:
         self.count = count
+        self.known = known
         self.calls = 0
         self.seconds = 0.0
         self.counting = 0.0  # the planner's own token counting, through count_tokens
         self._schema: dict[int, int] = {}
+
+    def limits(self, settings: ModelSettings) -> ModelLimits:
+        return self.known
 
     def count_tokens(self, text: str, settings: ModelSettings) -> int:  # the planner's counter
         start = time.perf_counter()
@@ -171,40 +183,55 @@ def one_pass(app: App, config: Any, client: EmptyReplies, probe: Probe) -> dict[
     wall = time.perf_counter() - start
     llm = report.llm or {}
     plan = getattr(probe.last_outcome, "plan", None)
-    sent = {p for c in (plan.calls if plan else []) for p in c.notes}
+    coverage = llm.get("coverage") or {}
     return {
         "status": report.status, "wall_s": wall, "model_calls": client.calls - calls_before,
-        "recorded_calls": llm.get("calls", 0), "prompt_tokens": llm.get("prompt_tokens", 0),
-        "completion_tokens": llm.get("completion_tokens", 0), "changed_notes": llm.get("changed_notes"),
+        "prompt_tokens": llm.get("prompt_tokens", 0), "completion_tokens": llm.get("completion_tokens", 0),
         "complete": llm.get("complete"), "stopped": llm.get("stopped"), "error": llm.get("error"),
-        "groups": plan.groups_total if plan else 0, "notes_sent": len(sent),
-        "skipped_groups": len(plan.skipped) if plan else 0, "truncated_notes": len(plan.truncated) if plan else 0,
+        "due": coverage.get("due", 0), "shown": coverage.get("shown", 0), "left": coverage.get("left", 0),
+        "groups": coverage.get("groups", 0), "groups_shown": coverage.get("groups_shown", 0), "groups_open": coverage.get("groups_open", 0),
+        "passes_left": coverage.get("passes_left", 0), "budget": coverage.get("budget"),
+        "sent": sorted({p for c in (plan.calls if plan else []) if c.status in ("ok", "repaired") for p in c.notes}),
         "whole_store": bool(llm.get("whole_store")), "largest_call": max((c.prompt_tokens for c in plan.calls), default=0) if plan else 0,
         "llm_s": probe.seconds.get("llm", 0.0), "select_s": probe.seconds.get("select", 0.0),
         "redact_s": probe.seconds.get("redact", 0.0), "count_s": client.counting - counting_before,
-        "model_s": client.seconds - model_before, "proposals": report.count("pending"),
+        "model_s": client.seconds - model_before,
     }  # fmt: skip
 
 
-def run_size(n: int, seed: int, tmp: Path, count: Callable[[str], int], probe: Probe, profile: bool, per_call: int) -> dict[str, Any]:
+MAX_PASSES = 40
+
+
+def run_size(n: int, seed: int, tmp: Path, count: Callable[[str], int], probe: Probe, profile: bool, known: ModelLimits, per_pass: int | None) -> dict[str, Any]:
     root, db = tmp / f"store-{n}", tmp / f"state-{n}.db"
     start = time.perf_counter()
     planted = generate_store(root, n, seed)
-    out: dict[str, Any] = {"notes": n, "store_mb": planted.total_bytes / 1e6, "generate_s": time.perf_counter() - start, "tokens_per_call": per_call}
+    out: dict[str, Any] = {"notes": n, "store_mb": planted.total_bytes / 1e6, "generate_s": time.perf_counter() - start}
     out["baseline"] = baseline_tokens(root, count)
-    client = EmptyReplies(count)
-    settings = ModelSettings(model="bench/empty-replies", tokens_per_call=per_call, tokens_per_pass=10**12)
+    client = EmptyReplies(count, known)
+    settings = ModelSettings(model="bench/empty-replies") if per_pass is None else ModelSettings(model="bench/empty-replies", tokens_per_pass=per_pass)
     config = dataclasses.replace(adhoc_store(root, "deepcode"), llm=settings)
-    app = App(Config(), f"sqlite:///{db}", clock=lambda: NOW, model_client=lambda _settings: client)
+    clock = [NOW]
+    app = App(Config(), f"sqlite:///{db}", clock=lambda: clock[0], model_client=lambda _settings: client)
     app.engine()  # migrations are not part of any pass
     probe.profiler = cProfile.Profile() if profile else None
-    out["pass1"] = one_pass(app, config, client, probe)
+    out["covering"] = []
+    while len(out["covering"]) < MAX_PASSES:
+        done = one_pass(app, config, client, probe)
+        if done["status"] == "skipped":
+            break
+        out["covering"].append(done)
+        clock[0] += dt.timedelta(hours=1)
+    out["shown"] = len(set().union(*(set(p["sent"]) for p in out["covering"]))) if out["covering"] else 0
     out["edited"] = len(edit_sample(root, planted.notes, seed))
-    out["pass2"] = one_pass(app, config, client, probe)
-    out["pass3"] = one_pass(app, config, client, probe)
+    out["edit_pass"] = one_pass(app, config, client, probe)
+    clock[0] += dt.timedelta(hours=1)
+    out["rest"] = one_pass(app, config, client, probe)
     with app.engine().connect() as conn:
         store_id = repo.find_store(conn, config.name).id
-        out["changed_after"] = len(changed_since_last_llm_pass(conn, store_id, observe(config).view))
+        view = observe(config).view
+        may_send = {note.path for note in sendable(view, lambda _path: False) if not note.pinned}
+        out["due_after"] = sorted(Ledger.of(ledger_rows(conn, store_id)).due(view) & may_send)
     app.close()
     out["maxrss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # sizes run smallest first
     if probe.profiler:
@@ -223,9 +250,11 @@ def verdict(ok: bool) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="Benchmark the LLM planner's tokens per pass against the dump-everything prompt.")
-    parser.add_argument("--sizes", default="14,100,1000,10000", help="store sizes, comma-separated (default 14,100,1000,10000)")
-    parser.add_argument("--tokens-per-call", type=int, default=6000, help="the prompt budget of one call (default 6000)")
+    parser = argparse.ArgumentParser(description="Benchmark the LLM planner's coverage and tokens per pass against the dump-everything prompt.")
+    parser.add_argument("--sizes", default="9,14,100,1000,10000", help="store sizes, comma-separated (default 9,14,100,1000,10000)")
+    parser.add_argument("--window", type=int, default=128_000, help="the model's declared window (default 128000)")
+    parser.add_argument("--reply", type=int, default=16_384, help="the model's declared longest reply (default 16384)")
+    parser.add_argument("--tokens-per-pass", type=int, default=None, help="a pass's budget (default: dreamd's, 1,000,000)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--counter", choices=("litellm", "chars"), default="litellm", help="token counter for both sides (default litellm)")
     parser.add_argument("--profile", action="store_true", help="run the passes of the largest store under cProfile (slower)")
@@ -234,25 +263,26 @@ def main() -> None:
     configure()  # warnings only, on stderr
     sizes = [int(s) for s in args.sizes.split(",")]
     count, counter_name, import_s = make_counter(args.counter)
+    known = ModelLimits(args.window, args.reply, f"declared by the benchmark ({args.window:,}-token window)")
     probe = Probe()
     probe.wrap(llm_pass, "plan_with_model", "llm", keep=True)  # passes imports it from there at call time
     probe.wrap(planner_module, "select", "select")
     probe.wrap(planner_module, "redact", "redact")
-    out: dict[str, Any] = {"seed": args.seed, "counter": counter_name, "counter_import_s": import_s, "python": sys.version.split()[0], "sizes": []}
+    out: dict[str, Any] = {"seed": args.seed, "counter": counter_name, "counter_import_s": import_s, "python": sys.version.split()[0], "window": args.window, "reply": args.reply, "sizes": []}
     print(f"token counter: {counter_name} (import {import_s:.1f} s, not in any figure)", flush=True)
     with tempfile.TemporaryDirectory(prefix="dreamd-bench-llm-") as tmp:
         for n in sizes:
-            result = run_size(n, args.seed, Path(tmp), count, probe, args.profile and n == max(sizes), args.tokens_per_call)
+            result = run_size(n, args.seed, Path(tmp), count, probe, args.profile and n == max(sizes), known, args.tokens_per_pass)
             out["sizes"].append(result)
-            print(f"  {n} notes done: passes {result['pass1']['wall_s']:.1f} s, {result['pass2']['wall_s']:.1f} s, {result['pass3']['wall_s']:.1f} s", flush=True)
-    ok = report(out, max(sizes))
+            print(f"  {n} notes done: {len(result['covering'])} passes to full coverage, {sum(p['wall_s'] for p in result['covering']):.1f} s", flush=True)
+    ok = report(out)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str) + "\n")
-    assert all(r["pass3"]["model_calls"] == 0 for r in out["sizes"]), "an unchanged store made model calls"
+    assert all(r["rest"]["model_calls"] == 0 for r in out["sizes"]), "an unchanged, covered store made model calls"
     sys.exit(0 if ok else 1)
 
 
-def report(out: dict[str, Any], largest: int) -> bool:
+def report(out: dict[str, Any]) -> bool:
     rows: list[tuple[str, str, str, str]] = []
     ok_all = True
 
@@ -262,37 +292,28 @@ def report(out: dict[str, Any], largest: int) -> bool:
         rows.append((label, value, target, "" if ok is None else verdict(ok)))
 
     for r in out["sizes"]:
-        n, base = r["notes"], r["baseline"]
-        add(f"{n} notes ({r['store_mb']:.1f} MB)", f"baseline prompt {base['tokens']:,} tokens ({base['notes']} notes + {base['system_tokens']:,} system)")
+        n, base, covering = r["notes"], r["baseline"], r["covering"]
+        add(f"{n} notes ({r['store_mb']:.2f} MB)", f"baseline prompt {base['tokens']:,} tokens ({base['notes']} notes + {base['system_tokens']:,} system)")
         add("  peak RSS of the process so far", f"{r['maxrss_mb']:.0f} MB")
-        for key, title in (("pass1", "pass 1, all notes new"), ("pass2", f"pass 2, {r['edited']} notes edited"), ("pass3", "pass 3, unchanged")):
-            p = r[key]
-            add(f"  {title}", f"{p['model_calls']:,} calls, {p['prompt_tokens']:,} prompt + {p['completion_tokens']:,} completion tokens [{p['status']}]")
-            if p["status"] != "skipped" and p["model_calls"]:
-                add("    route / largest call's prompt", f"{'whole store' if p['whole_store'] else 'candidate groups'} / {p['largest_call']:,} tokens",
-                    f"<= {r['tokens_per_call']:,}", p["largest_call"] <= r["tokens_per_call"])  # fmt: skip
-            if p["status"] != "skipped":
-                add("    wall: whole pass / its LLM part", f"{p['wall_s']:.2f} s / {p['llm_s']:.2f} s")
-                add("    in the LLM part: selection / redaction / counting / fake model",
-                    f"{p['select_s']:.2f} s / {p['redact_s']:.2f} s / {p['count_s']:.2f} s / {p['model_s']:.2f} s")
-                add("    changed notes -> groups -> notes sent", f"{p['changed_notes']} -> {p['groups']:,} -> {p['notes_sent']:,}"
-                    + (f" ({p['skipped_groups']} groups skipped, {p['truncated_notes']} notes cut)" if p["skipped_groups"] or p["truncated_notes"] else ""))  # fmt: skip
-                stop = p["stopped"] or p["error"]
-                add("    LLM part complete", "yes" if p["complete"] else f"no: {stop}", "no budget stop", p["complete"] is True and not stop if key == "pass2" else None)
-            else:
-                add("    wall", f"{p['wall_s']:.3f} s")
-            if key == "pass1":
-                share = (p["prompt_tokens"] + p["completion_tokens"]) / base["tokens"]
-                add("    tokens / baseline", f"{share:.1%} (not a target)")
-        p2 = r["pass2"]
-        share = (p2["prompt_tokens"] + p2["completion_tokens"]) / r["baseline"]["tokens"]
-        r["pass2_share"] = share
-        add("  pass 2 tokens / baseline", f"{share:.2%}", f"<= {TARGET_SHARE:.0%} at {largest}" if n == largest else "", share <= TARGET_SHARE if n == largest else None)
-        add("  pass 2 saw exactly the edited notes", f"{p2['changed_notes']} of {r['edited']}", "", p2["changed_notes"] == r["edited"])
-        add("  pass 3 model calls", f"{r['pass3']['model_calls']}", "exactly 0", r["pass3"]["model_calls"] == 0)
-        add("  notes changed since last complete LLM pass, after pass 3", f"{r['changed_after']}", "0", r["changed_after"] == 0)
+        announced = 1 + covering[0]["passes_left"] if covering else 0
+        add("  passes to full coverage (the first pass announced)", f"{len(covering)} ({announced})", "known in advance", len(covering) <= announced + 1)
+        add("  notes shown, over those passes", f"{r['shown']:,} of {base['notes'] + 1:,} (the index with them)" if r["shown"] > base["notes"] else f"{r['shown']:,} of {base['notes']:,}",
+            "every note", r["shown"] >= base["notes"])  # fmt: skip
+        for number, p in enumerate(covering, 1):
+            add(f"  pass {number}", f"{p['model_calls']:,} calls, {p['prompt_tokens'] + p['completion_tokens']:,} tokens; shown {p['shown']:,} of {p['due']:,} due"
+                + (f", {p['groups_open']} groups open" if p["groups_open"] else "") + (" [whole store]" if p["whole_store"] else "")
+                + f"; {p['wall_s']:.1f} s (selection {p['select_s']:.1f} s)")  # fmt: skip
+        total = sum(p["prompt_tokens"] + p["completion_tokens"] for p in covering)
+        add("  tokens to full coverage / baseline", f"{total:,} / {base['tokens']:,} = {total / base['tokens']:.2f}x")
+        e = r["edit_pass"]
+        share = (e["prompt_tokens"] + e["completion_tokens"]) / base["tokens"]
+        r["edit_share"] = share
+        add(f"  after {r['edited']} notes edited: one pass", f"{e['model_calls']} calls, {e['prompt_tokens'] + e['completion_tokens']:,} tokens = {share:.2%} of the baseline"
+            + (" [whole store]" if e["whole_store"] else ""), "shows the due", e["shown"] == e["due"] >= r["edited"])  # fmt: skip
+        add("  unchanged and covered: model calls", f"{r['rest']['model_calls']}", "exactly 0", r["rest"]["model_calls"] == 0)
+        add("  notes still due afterwards", f"{len(r['due_after'])}", "0", not r["due_after"])
     width = max(len(x[0]) for x in rows)
-    value_width = min(75, max(len(x[1]) for x in rows))
+    value_width = min(90, max(len(x[1]) for x in rows))
     for label, value, target, ok in rows:
         print(f"{label:<{width}}  {value:<{value_width}}  {target:<18} {ok}".rstrip())
     for r in out["sizes"]:
