@@ -11,6 +11,7 @@ instead as one database transaction that commits whole or not at all
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -107,24 +108,33 @@ def write(root: StoreRoots | records.RecordRoots | Path, steps: Iterable[Step], 
     tag = files.temp_tag(journal_id) if journal_id is not None else ""
     touched: list[str] = []  # their folders are synced once each, at the end, written or not
     try:
-        for path in sorted(p for p, h in want.items() if h is not None):
-            if current[path] != want[path]:
-                data = blobs.get(want[path])  # type: ignore[arg-type]
-                if data is None:
-                    raise StoreError(f"the bytes {path} should get are missing from the state database; refusing to write it")
-                if hash_bytes(data) != want[path]:
-                    raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
-                _refuse_edited(on_disk(root, [path]), allowed)
-                touched.append(path)
-                files.write_atomic(root, path, data, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag, sync_folders=False)
-        for path in sorted(p for p, h in want.items() if h is None):
-            if current[path] is not None:
-                _refuse_edited(on_disk(root, [path]), allowed)
-                touched.append(path)
-                files.remove_file(root, path, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag, sync_folders=False)
-    finally:
-        if touched:  # before the caller records the writes done; after a conflict, the swap back too
-            files.sync_folders_of(root, touched, temp_dir)
+        _write_steps(root, want, current, allowed, blobs, touched, temp_dir=temp_dir, tag=tag, keep=keep)
+    except BaseException:
+        if touched:  # the swap back of a conflict is made durable too, if it can be; the first error is the one told
+            with contextlib.suppress(StoreError):
+                files.sync_folders_of(root, touched, temp_dir)
+        raise
+    if touched:  # before the caller records the writes done
+        files.sync_folders_of(root, touched, temp_dir)
+
+
+def _write_steps(root: StoreRoots | Path, want: Mapping[str, str | None], current: Mapping[str, str | None], allowed: Mapping[str, set[str | None]], blobs: Mapping[str, bytes], touched: list[str], *, temp_dir: str | None, tag: str, keep: files.Keep | None) -> None:
+    """The writes of ``write``, then its removals; each path is added to ``touched`` before it is written."""
+    for path in sorted(p for p, h in want.items() if h is not None):
+        if current[path] != want[path]:
+            data = blobs.get(want[path])  # type: ignore[arg-type]
+            if data is None:
+                raise StoreError(f"the bytes {path} should get are missing from the state database; refusing to write it")
+            if hash_bytes(data) != want[path]:
+                raise StoreError(f"blob for {path} does not match its hash; refusing to write it")
+            _refuse_edited(on_disk(root, [path]), allowed)
+            touched.append(path)
+            files.write_atomic(root, path, data, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag, sync_folders=False)
+    for path in sorted(p for p, h in want.items() if h is None):
+        if current[path] is not None:
+            _refuse_edited(on_disk(root, [path]), allowed)
+            touched.append(path)
+            files.remove_file(root, path, expected=allowed[path], keep=keep, temp_dir=temp_dir, tag=tag, sync_folders=False)
 
 
 def _refuse_edited(current: Mapping[str, str | None], allowed: Mapping[str, set[str | None]]) -> None:

@@ -375,7 +375,11 @@ def _drop_displaced(place: Place, checked: Checked, keep: Keep | None, undo: Und
     looked up before the exchange) is put back instead, as one held open would have been."""
     if checked.leased and _lease_broken(checked.fd):
         raise _conflict(place, undo(checked), alone=False)
-    os.unlink(place.temp, dir_fd=place.temp_fd)
+    try:
+        os.unlink(place.temp, dir_fd=place.temp_fd)
+    except BaseException:  # it stays at the temp name, for the rollback or recovery to clear: let go of it
+        os.close(checked.fd)
+        raise
     _check_late(place, checked, keep)
 
 
@@ -658,9 +662,9 @@ def cleanup_temp_files(root: StoreRoots | Path, tags: tuple[str, ...], keep: Kee
     ``found``: the temp files a caller listed already (``find_temp_files``), not looked for again.
 
     A temp file may hold a file dreamd displaced and had not checked yet when it crashed
-    (possibly someone's edit), or dreamd's own file with bytes someone wrote into it. Its bytes
-    go to ``keep``, and it is removed only when they are dreamd's own: ``known`` (the journal's
-    bytes, by hash), or a start of them. What it holds beyond them goes to a caught file beside
+    (possibly someone's edit), or dreamd's own file with bytes someone wrote into it. It is
+    removed only when its bytes are dreamd's own: ``known`` (the journal's bytes, by hash), or a
+    start of them (a write cut short); any other bytes go to ``keep`` first. What it holds beyond them goes to a caught file beside
     it (``stores.caught``); one that starts with none of them becomes a caught file whole.
     """
     roots = as_roots(root)
@@ -674,9 +678,9 @@ def cleanup_temp_files(root: StoreRoots | Path, tags: tuple[str, ...], keep: Kee
                 data = read_file_at(folder, name)
                 if data is None:
                     continue
-                if keep is not None:
-                    keep(rel, data)
                 added = caught.beyond_known(data, (known or {}).values())
+                if keep is not None and added:  # nothing but dreamd's own bytes (or a start of them) needs keeping
+                    keep(rel, data)
                 match = _TEMP_NAME.match(name)
                 assert match is not None  # listed as ours
                 if added and len(added) == len(data):

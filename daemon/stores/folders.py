@@ -90,7 +90,10 @@ def _open_folder(fd: int, name: str, rel: str, where: str, create: bool) -> int 
         pass  # made meanwhile: opened (and checked) below like any other
     except OSError as exc:
         raise StoreError(f"cannot write {rel}: {exc.strerror}") from exc
-    os.fsync(fd)
+    try:
+        os.fsync(fd)  # the new folder's name is durable before anything is put in it
+    except OSError as exc:
+        raise StoreError(f"cannot write {rel}: {exc.strerror}") from exc
     try:
         return os.open(name, DIR_FLAGS, dir_fd=fd)
     except OSError as exc:
