@@ -81,7 +81,8 @@ def resolve_command(settings, journal_id: int, as_json: bool) -> None:  # noqa: 
     done = resolve(settings.app(), journal_id)
     if as_json:
         emit_json({"journal": done.journal_id, "proposal_id": done.proposal_id, "operation": done.operation,
-                   "restored": done.restored, "returned": done.returned, "kept": done.kept, "left": done.left, "caught": done.caught})  # fmt: skip
+                   "restored": done.restored, "returned": done.returned, "kept": done.kept, "left": done.left, "caught": done.caught,
+                   "later": done.later, "state": done.state})  # fmt: skip
         return
     click.echo(f"journal {done.journal_id} ({done.operation} of #{done.proposal_id}) resolved")
     for path in done.restored:
@@ -92,6 +93,10 @@ def resolve_command(settings, journal_id: int, as_json: bool) -> None:  # noqa: 
         say(f"  left {path} (written by dreamd; kept because another file was edited meanwhile)")
     for path in done.caught:
         say(f"  caught {path} (written to a note while dreamd swapped it; not removed: read it, then delete it)")
+    for path in done.later:
+        say(f"  left {path} (written since by a later apply or revert)")
+    if done.operation == "apply" and done.state == "accepted":
+        say(f"  #{done.proposal_id} is still accepted: dreamd apply {done.proposal_id} applies it again")
 
 
 COMMANDS = [apply_command, revert_command, resolve_command]

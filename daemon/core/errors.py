@@ -12,7 +12,8 @@
     │   └── DiffError               a diff does not rebuild its result
     ├── ApplyError                  apply or revert could not proceed
     │   ├── StaleError              files changed since the proposal was made
-    │   └── ConflictError           revert: files changed since the apply
+    │   ├── ConflictError           revert: files changed since the apply
+    │   └── UnresolvedError         a journal of the store is in conflict: no apply or revert until resolve
     ├── StoppedError                a worker was asked to stop (SIGTERM) at a safe point
     └── PlannerError                a planner failed
         ├── ModelTransientError     timeout, 429 or 5xx, still failing after bounded retries
@@ -102,6 +103,14 @@ class StaleError(ApplyError):
 
 class ConflictError(ApplyError):
     code = "conflict"
+
+
+class UnresolvedError(ApplyError):
+    """A journal of the store ended in conflict (its writes failed and could not be rolled
+    back, or someone edited a file it was writing): no apply or revert of that store runs
+    until ``dreamd resolve`` ends it, so nothing is built on a half-written state."""
+
+    code = "unresolved"
 
 
 class StoppedError(DreamdError):

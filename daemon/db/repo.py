@@ -556,6 +556,13 @@ def displaced(conn: Connection, store_id: int, journal_id: int) -> dict[str, str
     return {row.payload["path"]: row.payload["hash"] for row in rows if row.payload.get("journal") == journal_id}
 
 
+def failed_journals(conn: Connection, store_id: int) -> dict[int, str]:
+    """Journals whose writes failed and were left in conflict (journal id -> the error), from
+    their ``journal.failed`` events."""
+    rows = conn.execute(select(t.events.c.payload).where(t.events.c.store_id == store_id, t.events.c.type == "journal.failed").order_by(t.events.c.seq))
+    return {row.payload["journal"]: row.payload["error"] for row in rows}
+
+
 # journal -----------------------------------------------------------------------------
 
 
@@ -571,9 +578,12 @@ def close_journal(conn: Connection, store_id: int, journal_id: int, state: str, 
     conn.execute(_CLOSE_JOURNAL, {"in_store": store_id, "journal_id": journal_id, "new_state": state, "now": now})
 
 
-def finished_steps(conn: Connection, store_id: int, proposal_id: int | None = None, operation: str | None = None) -> list[list[dict[str, Any]]]:
-    """File steps of completed journals (newest first): what dreamd actually wrote."""
+def finished_steps(conn: Connection, store_id: int, proposal_id: int | None = None, operation: str | None = None, *, after_journal: int | None = None) -> list[list[dict[str, Any]]]:
+    """File steps of completed journals (newest first): what dreamd actually wrote; with
+    ``after_journal``, only of journals opened after that one."""
     query = select(t.journal.c.steps).where(t.journal.c.store_id == store_id, t.journal.c.state == "done")
+    if after_journal is not None:
+        query = query.where(t.journal.c.id > after_journal)
     if proposal_id is not None:
         query = query.where(t.journal.c.proposal_id == proposal_id)
     if operation is not None:

@@ -4,13 +4,16 @@ Apply writes only when every file the proposal read is byte-for-byte what it saw
 none it changes is pinned now (otherwise the proposal becomes ``stale`` and nothing is
 written); a path outside the store is refused with an error. Revert writes only
 when every file it would restore still holds what the apply wrote (otherwise it refuses
-and names the files that changed since).
+and names the files that changed since). A write the disk refuses midway is rolled back at
+once (``recovery.roll_back``); a store whose journal is left in conflict is held: neither
+runs on it until ``dreamd resolve``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from sqlalchemy import Connection
 
@@ -27,7 +30,7 @@ from daemon.service.context import App
 from daemon.service.interrupt import shielded
 from daemon.service.leases import holding_store
 from daemon.service.merged import Found, exact_steps, holds_result, record_found_applied
-from daemon.service.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, scan_blobs
+from daemon.service.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, refuse_if_held, roll_back, rolls_back, scan_blobs
 from daemon.service.review import locate, mark_stale
 from daemon.service.workspace import glance, registered_roots, remember_stats, store_config_for_id, store_name as store_name_of
 from daemon.stores import port
@@ -90,6 +93,7 @@ class Run:
     def __init__(self, app: App, store: StoreConfig, store_id: int) -> None:
         self.app, self.store, self.store_id = app, store, store_id
         recover(app, store)
+        refuse_if_held(app, store_id, store.name)  # nothing is applied on top of a journal left half-written
         self.roots = registered_roots(app, store_id, store)
         self._recorded: tuple[dict[str, str], RunningRoot] | None = None
         self.wrote: set[tuple[str, str | None]] = set()  # (path, hash) each apply of this run left
@@ -235,11 +239,7 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
         if port.is_records(roots):  # one database transaction, rolled back: nothing to resolve
             close_rolled_back(app, store_id, journal_id, proposal_id, exc)
             raise
-        fail_journal(app, store_id, journal_id, proposal_id, exc)
-        raise ApplyError(
-            f"{operation} of proposal {proposal_id} failed while writing: {exc}",
-            hint=f"nothing is half-written; dreamd verify names journal {journal_id}, dreamd resolve {journal_id} ends it",
-        ) from exc
+        _failed(app, store, roots, store_id, proposal_id, operation, journal_id, steps, blobs, exc)
     known_root = after_root = None
     if before is not None:
         manifest, root = before
@@ -261,6 +261,23 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
     if run is not None:
         run.moved((recorded, root) if after_root is not None else (recorded, RunningRoot(recorded)))
         run.wrote |= {(s.path, s.after) for s in steps}
+
+
+def _failed(app: App, store: StoreConfig, roots: port.Roots, store_id: int, proposal_id: int, operation: str, journal_id: int, steps: list[journal.Step], blobs: dict[str, bytes], exc: DreamdError) -> NoReturn:
+    """A write failed mid-journal: rolled back at once when the file system refused it (a full
+    disk, an I/O error, a quota), so the store is as it was; else, or if the rollback fails
+    too, the journal is left in conflict and the store held until ``dreamd resolve``."""
+    failed = f"{operation} of proposal {proposal_id} failed while writing: {exc}"
+    if not rolls_back(exc):  # a person's bytes are in play (a caught file, a blob): resolve places them
+        fail_journal(app, store_id, journal_id, proposal_id, exc)
+        raise ApplyError(failed, hint=f"dreamd verify names journal {journal_id}; no apply or revert of this store runs until dreamd resolve {journal_id} ends it") from exc
+    stopped = roll_back(app, store, roots, store_id, journal_id, proposal_id, steps, blobs, exc)
+    if stopped is None:
+        state = "accepted" if operation == "apply" else "applied"
+        raise ApplyError(f"{failed}; what it wrote was rolled back, the store is as it was and proposal {proposal_id} is still {state}",
+                         hint=f"free space or mend the disk, then dreamd {operation} {proposal_id} again") from exc  # fmt: skip
+    raise ApplyError(f"{failed}, and rolling it back failed too: {stopped}",
+                     hint=f"the store is held: no apply or revert of it runs until dreamd resolve {journal_id} ends journal {journal_id}, once the disk takes writes again") from exc  # fmt: skip
 
 
 def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str], wrote: set[tuple[str, str | None]], seen: dict[str, str | None], read: dict[str, bytes]) -> tuple[journal.Step, bytes, bytes] | None:
@@ -323,6 +340,7 @@ def revert(app: App, proposal_id: int) -> ApplyResult:
 def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) -> ApplyResult:
     engine = app.engine()
     recover(app, store)  # first: it may finish this very proposal's crashed apply or revert
+    refuse_if_held(app, store_id, store.name)
     with engine.connect() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)
     check_transition(row.state, REVERTED, proposal_id)

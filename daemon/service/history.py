@@ -100,10 +100,13 @@ def verify(app: App, store: StoreConfig) -> Verification:
     with app.engine().connect() as conn:
         snap = repo.latest_snapshot(conn, store_id)
         conflicts = repo.unfinished_journals(conn, store_id, ("writing", "conflict"))
+        failed = repo.failed_journals(conn, store_id) if conflicts else {}
         recorded = repo.manifest_entries(conn, store_id, snap.manifest_id) if snap else {}
     result.recorded_root = snap.root_hash if snap else None
     for entry in conflicts:
-        result.problems.append(f"journal {entry.id} ({entry.operation} of proposal {entry.proposal_id}) is {entry.state}: a file holds neither its old nor its new bytes")
+        why = (f"its writes failed ({failed[entry.id]}) and were not rolled back; no apply or revert of the store runs until dreamd resolve {entry.id}"
+               if entry.id in failed else "a file holds neither its old nor its new bytes")  # fmt: skip
+        result.problems.append(f"journal {entry.id} ({entry.operation} of proposal {entry.proposal_id}) is {entry.state}: {why}")
     if snap and snap.root_hash != scan.root_hash:
         changes = manifest_changes(recorded, scan.manifest)
         for path, state in sorted((p, state) for state, paths in changes.items() for p in paths if p not in caught):

@@ -5,6 +5,13 @@ its before or after state (each write is atomic), and all after-bytes are blobs,
 recovery rolls forward: it writes what is missing and records the outcome. If a file
 holds neither state, someone edited it meanwhile: the journal is closed as ``conflict``
 and ``dreamd verify`` reports it, with nothing overwritten, until ``dreamd resolve`` ends it.
+
+A write the file system refuses (a full disk, an I/O error, a quota) is rolled back at once,
+here and in apply and revert (``roll_back``): the store is left as it was before the journal
+and the journal is closed ``rolled-back``. A rollback that cannot finish either closes the
+journal as ``conflict``, and a store with a journal in conflict is held (``refuse_if_held``):
+no apply or revert of it runs until ``dreamd resolve`` ends that journal, so nothing is
+applied again on top of a half-written state that resolve would then undo.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from sqlalchemy import Connection
 
 from daemon import logs
 from daemon.config import StoreConfig
-from daemon.core.errors import DreamdError, StaleError
+from daemon.core.errors import ConflictError, DreamdError, EditRacedError, StaleError, StoreError, UnresolvedError
 from daemon.core.hashing import hash_bytes, manifest_changes, root_hash
 from daemon.core.notes import Note, retired_notes
 from daemon.core.proposals import APPLIED, REVERTED
@@ -89,7 +96,10 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
             if port.is_records(roots):  # rolled back (a lock held too long): still all-old, tried again later
                 log.warning("journal.retry_later", store=store.name, journal=entry.id, proposal_id=entry.proposal_id, error=str(exc))
                 continue
-            fail_journal(app, row.id, entry.id, entry.proposal_id, exc)
+            if not rolls_back(exc):
+                fail_journal(app, row.id, entry.id, entry.proposal_id, exc)
+                continue
+            roll_back(app, store, roots, row.id, entry.id, entry.proposal_id, steps, blobs, exc)
             continue
         scan = port.scan(roots, store.settings)
         with engine.begin() as conn:
@@ -173,24 +183,73 @@ def keeper(app: App, store_id: int, journal_id: int, proposal_id: int, known: fr
     return keep
 
 
-def fail_journal(app: App, store_id: int, journal_id: int, proposal_id: int, error: Exception) -> None:
-    """Close a journal whose writes failed as ``conflict``, so the store never wedges: verify
-    names it, and resolve rolls back what dreamd wrote and keeps what anyone else did."""
+def fail_journal(app: App, store_id: int, journal_id: int, proposal_id: int, error: Exception, *, rollback: Exception | None = None) -> None:
+    """Close a journal whose writes failed as ``conflict`` (``rollback``: what stopped its
+    rollback too), so the store never wedges: verify names it, apply and revert are refused
+    until resolve rolls back what dreamd wrote and keeps what anyone else did."""
     now = app.clock()
+    payload = {"journal": journal_id, "error": str(error)} | ({"rollback": str(rollback)} if rollback is not None else {})
     with app.engine().begin() as conn:
         repo.close_journal(conn, store_id, journal_id, "conflict", now)
-        repo.add_event(conn, store_id, "journal.failed", app.actor, app.surface, now, {"journal": journal_id, "error": str(error)}, proposal_id=proposal_id)
-    log.warning("journal.failed", journal=journal_id, proposal_id=proposal_id, error=str(error))
+        repo.add_event(conn, store_id, "journal.failed", app.actor, app.surface, now, payload, proposal_id=proposal_id)
+    log.warning("journal.failed", proposal_id=proposal_id, **payload)
 
 
-def close_rolled_back(app: App, store_id: int, journal_id: int, proposal_id: int, error: Exception) -> None:
+def rolls_back(error: DreamdError) -> bool:
+    """Whether a failed write is rolled back at once: one the file system refused (or a blob
+    missing), not one a person's edit stopped, whose bytes are for ``dreamd resolve`` to place."""
+    return not isinstance(error, (ConflictError, EditRacedError))
+
+
+def roll_back(app: App, store: StoreConfig, roots: port.Roots, store_id: int, journal_id: int, proposal_id: int, steps: list[journal.Step], blobs: Mapping[str, bytes], error: DreamdError) -> DreamdError | None:
+    """Undo at once what a journal whose writes failed had written: every file holding its
+    after bytes gets its before bytes back (compare-and-swap, like any write: writes first,
+    removals last), and the journal's temp files are cleared. Then the store is as it was
+    before the journal, which is closed ``rolled-back``, the proposal's state untouched;
+    returns None. If the rollback fails as well (the disk is still full, a person's edit is
+    in the way), the journal is closed as ``conflict``, which holds the store until
+    ``dreamd resolve``; returns what stopped the rollback."""
+    hashes = frozenset(h for s in steps for h in (s.before, s.after) if h)
+    try:
+        with app.engine().connect() as conn:
+            known = {**blobs, **repo.get_blobs(conn, {s.before for s in steps if s.before} - set(blobs))}
+        keep = keeper(app, store_id, journal_id, proposal_id, hashes)
+        journal.write(roots, steps, known, temp_dir=journal.temp_dir_for(store.settings, roots), undo=True, journal_id=journal_id, keep=keep)
+        tag = store_files.temp_tag(journal_id)
+        port.cleanup_temp_files(roots, (tag,), keep, known=known)
+        current = journal.on_disk(roots, [s.path for s in steps])
+        left = store_files.find_temp_files(roots, (tag,)) + port.find_caught_files(roots, journal_id)
+        if left or any(current[s.path] != s.before for s in steps):
+            raise StoreError(f"{', '.join(left) or 'a file'} could not be put back as it was")
+    except DreamdError as failed:
+        fail_journal(app, store_id, journal_id, proposal_id, error, rollback=failed)
+        return failed
+    close_rolled_back(app, store_id, journal_id, proposal_id, error, failed=True)
+    return None
+
+
+def refuse_if_held(app: App, store_id: int, store_name: str) -> None:
+    """Refuse to apply or revert in a store one of whose journals is in conflict: its files
+    may hold part of what it wrote, and only ``dreamd resolve`` ends it (UnresolvedError)."""
+    with app.engine().connect() as conn:
+        held = repo.unfinished_journals(conn, store_id, ("conflict",))
+    if held:
+        entry = held[0]
+        raise UnresolvedError(
+            f"store {store_name} is held: journal {entry.id} ({entry.operation} of proposal {entry.proposal_id}) did not finish; no apply or revert runs on it until that journal is resolved",
+            hint=f"dreamd resolve {entry.id} ends it; dreamd verify says what it holds",
+        )
+
+
+def close_rolled_back(app: App, store_id: int, journal_id: int, proposal_id: int, error: Exception, *, failed: bool = False) -> None:
     """Close a journal whose one database transaction rolled back: nothing was written, so
-    there is nothing to resolve (a record store's compare-and-swap found a changed record)."""
+    there is nothing to resolve (a record store's compare-and-swap found a changed record);
+    or (``failed``, said as a warning) one whose failed writes ``roll_back`` undid."""
     now = app.clock()
     with app.engine().begin() as conn:
         repo.close_journal(conn, store_id, journal_id, "rolled-back", now)
         repo.add_event(conn, store_id, "journal.rolled_back", app.actor, app.surface, now, {"journal": journal_id, "reason": str(error)}, proposal_id=proposal_id)
-    log.info("journal.rolled_back", journal=journal_id, proposal_id=proposal_id, reason=str(error))
+    (log.warning if failed else log.info)("journal.rolled_back", journal=journal_id, proposal_id=proposal_id, reason=str(error))
 
 
 def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False, index_path: str | None = None, before_root: str | None = None, after_root: str | None = None) -> tuple[dict[str, str], str]:

@@ -115,7 +115,7 @@ def test_resolve_json_names_what_was_restored_and_kept(example_store, make_app, 
     assert cli("--db", db_url, "verify", "--store", str(example_store)).code == 8  # recovery finds the conflict
     assert _json(cli("--db", db_url, "resolve", str(journal_id), "--json")) == {
         "journal": journal_id, "proposal_id": proposal_id, "operation": "apply",
-        "restored": [written], "returned": [], "kept": [edited], "left": [], "caught": [],
+        "restored": [written], "returned": [], "kept": [edited], "left": [], "caught": [], "later": [], "state": "stale",
     }  # fmt: skip
 
 

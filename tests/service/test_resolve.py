@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from daemon.config import adhoc_store
@@ -12,7 +14,7 @@ from daemon.service.history import verify
 from daemon.service.passes import run_pass
 from daemon.service.recovery import recover
 from daemon.service.resolve import resolve
-from daemon.service.review import decide, get_proposal
+from daemon.service.review import decide, get_proposal, list_proposals
 from daemon.stores.files import write_atomic
 
 
@@ -57,6 +59,25 @@ def test_recovery_leaves_a_conflict_and_resolve_undoes_only_what_dreamd_wrote(ex
     assert events[-3:] == ["journal.conflict", "proposal.stale", "journal.resolved"]
     with pytest.raises(ProposalError, match="is resolved, not in conflict"):
         resolve(app, journal_id)
+
+
+def test_a_journal_in_conflict_holds_its_store_until_resolved(example_store, make_app):
+    """While a journal is in conflict no apply or revert of its store runs, naming the journal and resolve; once resolved, they run again."""
+    from daemon.core.errors import UnresolvedError
+    from daemon.service.apply import apply, revert
+
+    app = make_app()
+    store, proposal_id, journal_id, _, _ = _torn_apply(app, example_store)
+    others = [p.id for p in list_proposals(app) if p.id != proposal_id]
+    decide(app, others[0], "accept")
+    held = f"store {store.name} is held: journal {journal_id} (apply of proposal {proposal_id}) did not finish"
+    with pytest.raises(UnresolvedError, match=re.escape(held)) as refused:
+        apply(app, [others[0]])
+    assert refused.value.hint == f"dreamd resolve {journal_id} ends it; dreamd verify says what it holds"
+    with pytest.raises(UnresolvedError, match=re.escape(held)):
+        revert(app, others[0])
+    resolve(app, journal_id)
+    assert [r.state for r in apply(app, [others[0]])] == ["applied"]
 
 
 def test_resolve_right_after_a_crash_needs_no_verify_first(example_store, make_app):
@@ -106,8 +127,8 @@ def _failing_write(monkeypatch, nth):
 
 
 @pytest.mark.parametrize("nth", [1, 2, 3], ids=["archive-copy", "index", "removal"])
-def test_a_write_that_fails_mid_journal_never_wedges_the_store(nth, example_store, make_app, clock, monkeypatch, read_tree):
-    """An apply whose write fails at any point says so in one line and closes its journal as a conflict; verify names it, resolve restores what dreamd wrote before, and passes, applies and verify work again."""
+def test_a_write_that_fails_mid_journal_is_rolled_back_at_once(nth, example_store, make_app, clock, monkeypatch, read_tree):
+    """An apply whose write fails at any point says so in one line and rolls back what it wrote at once: the store is as it was, the journal rolled back, the proposal still accepted; passes, verify and the apply itself work again."""
     from daemon.core.errors import ApplyError
     from daemon.service.apply import apply
 
@@ -117,24 +138,22 @@ def test_a_write_that_fails_mid_journal_never_wedges_the_store(nth, example_stor
     merge = next(o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge")
     decide(app, merge.id, "accept")
     _failing_write(monkeypatch, nth)
-    with pytest.raises(ApplyError, match="failed while writing: cannot write .*No space left on device") as failed:
+    with pytest.raises(ApplyError, match="failed while writing: cannot write .*No space left on device; what it wrote was rolled back") as failed:
         apply(app, [merge.id])
-    assert "dreamd resolve" in failed.value.hint
+    assert failed.value.hint == f"free space or mend the disk, then dreamd apply {merge.id} again"
     monkeypatch.undo()
-    problems = verify(app, store).problems
-    assert any("is conflict" in p for p in problems)
-    with app.engine().connect() as conn:
-        (entry,) = repo.unfinished_journals(conn, repo.find_store(conn, store.name).id, ("conflict",))
-    resolution = resolve(app, entry.id)
-    assert len(resolution.restored) == nth - 1 and not resolution.kept
     assert read_tree(example_store) == before  # what dreamd wrote is rolled back byte for byte
-    assert get_proposal(app, merge.id).state == "stale"
+    assert get_proposal(app, merge.id).state == "accepted"
+    with app.engine().connect() as conn:
+        assert [j.state for j in conn.execute(repo.t.journal.select())] == ["rolled-back"]
     clock.advance(minutes=1)
-    assert run_pass(app, store).status in ("completed", "skipped") and verify(app, store).clean  # no longer wedged
+    assert run_pass(app, store).status in ("completed", "skipped") and verify(app, store).clean  # never wedged
+    assert [r.state for r in apply(app, [merge.id])] == ["applied"]
+    assert verify(app, store).clean
 
 
-def test_a_crashed_journal_that_cannot_be_rolled_forward_is_closed_not_retried_forever(example_store, make_app, clock):
-    """Recovery of a journal whose bytes are missing from the database closes it as a conflict: verify reports it once, and the next pass runs instead of failing on it."""
+def test_a_crashed_journal_that_cannot_be_rolled_forward_is_rolled_back_not_retried_forever(example_store, make_app, clock):
+    """Recovery of a journal whose bytes are missing from the database rolls it back (nothing of it was written): closed, verify clean, and the next pass runs instead of failing on it."""
     app = make_app()
     store = adhoc_store(example_store, "deepcode")
     merge = next(o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge")
@@ -148,7 +167,8 @@ def test_a_crashed_journal_that_cannot_be_rolled_forward_is_closed_not_retried_f
         journal_id = repo.open_journal(conn, store_id, merge.id, "apply", steps, app.clock())
     assert recover(app, store) == []
     with app.engine().connect() as conn:
-        assert [j.id for j in repo.unfinished_journals(conn, store_id, ("conflict",))] == [journal_id]
-        assert repo.unfinished_journals(conn, store_id) == []  # none left "writing"
+        assert repo.journal_entry(conn, store_id, journal_id).state == "rolled-back"
+        assert repo.unfinished_journals(conn, store_id, ("writing", "conflict")) == []  # none left "writing", none to resolve
     clock.advance(minutes=1)
     assert run_pass(app, store).status in ("completed", "skipped")
+    assert verify(app, store).clean
