@@ -19,7 +19,9 @@ every Draft (detector or model) goes through later:
 - a merge whose ``merged_body`` is null is an edit script, "keep every line of these notes":
   dreamd writes the lossless union itself (the survivor's text, then each line of the others
   it lacks, as the near-duplicate detector does), so a merge of long notes costs the reply a
-  few tokens instead of a rewrite of both;
+  few tokens instead of a rewrite of both. Lossless by construction, such a merge proves no
+  reading: unless its notes are near copies (``ALIKE``), its confidence is at most
+  ``UNRELATED_CONFIDENCE``, which no shipped policy accepts;
 - a merge may fold its notes into a new note (``new_path``, ``new_title``): a plain, unused
   markdown path the agent reads (``newnote``);
 - a merge of two distinct records of a series (ADR-017 and ADR-021; ``daemon.planners.series``)
@@ -58,6 +60,7 @@ from daemon.planners.survivor import choose
 MIN_QUOTE = 4  # characters: shorter "quotes" match almost anywhere
 DERIVED_CONFIDENCE = 0.5  # at most, when dreamd chose the evidence lines itself
 UNRELATED_CONFIDENCE = 0.5  # at most, for a merge with a note that shares nothing with the rest
+ALIKE = 0.5  # word-set Jaccard above which a union merge's notes are near copies (the candidates' loose threshold)
 MAX_RATIONALE = 1500
 MAX_BODY_BYTES = 1 << 20  # a merged body over a scan's default note limit (1 MiB) is refused
 
@@ -234,6 +237,10 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
         )
     if union:
         rationale += f" {UNION}"
+        apart = _not_alike(notes, sent)
+        if apart is not None:  # no text the model wrote shows it read both: a person decides
+            confidence = min(confidence, UNRELATED_CONFIDENCE)
+            rationale += f" {apart} is no near copy of the others, and the model wrote no merged text: only a person can tell whether they belong together."
     if new_path:
         if union:
             body = _union_body([sent.view.notes[n] for n in notes])
@@ -256,6 +263,18 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
 
 
 UNION = "The merged text is dreamd's lossless union (the model gave no merged_body): the survivor's text, then every line of the others it lacks."
+
+
+def _not_alike(notes: tuple[str, ...], sent: Sent) -> str | None:
+    """The first note of a union merge whose content words are not mostly those of another
+    note of it (word-set Jaccard below ``ALIKE``): the union of two topics is lossless, so only
+    this keeps a model that pairs notes at random from passing a policy with it."""
+    said = {n: content_words(sent.body(n)) for n in notes}
+    for note in notes:
+        mine = said[note]
+        if not any(mine and said[o] and len(mine & said[o]) / len(mine | said[o]) >= ALIKE for o in notes if o != note):
+            return note
+    return None
 
 
 def _checked_body(body: str, survivor: str) -> str:

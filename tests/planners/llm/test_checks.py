@@ -334,3 +334,16 @@ def test_a_merged_body_over_a_notes_limit_is_refused_in_one_line() -> None:
 
     reason = _reason(merge(merged_body=FULL_MERGE + "x" * MAX_BODY_BYTES))
     assert reason.startswith("merged_body is ") and reason.endswith(f"over the {MAX_BODY_BYTES:,} a note may be")
+
+
+def test_a_union_merge_of_notes_that_are_no_near_copies_is_held_for_a_person() -> None:
+    """A model pairing notes at random gets a lossless union; without a text of its own, only
+    near copies keep the model's confidence (no shipped policy accepts 0.5)."""
+    v = store()
+    sent = sent_for(v, "notes/build.md", "notes/fonts.md")
+    quotes = [{"note": "n1", "quote": "Never push without make test"}]
+    draft = check(proposal("merge", survivor="n1", merged_body=None, evidence=quotes, confidence=0.95), sent, SOURCE)
+    assert isinstance(draft, Draft) and not draft.lossy and draft.confidence == 0.5
+    assert "notes/build.md is no near copy of the others, and the model wrote no merged text" in draft.rationale
+    alike = merge(merged_body=None, confidence=0.95)  # build.md and build-howto.md say the same
+    assert isinstance(alike, Draft) and alike.confidence == 0.95
