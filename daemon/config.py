@@ -82,10 +82,11 @@ class Config:
         return store
 
 
-def adhoc_store(path: str | Path, preset: str) -> StoreConfig:
-    """A store named by its path on the command line, with its preset's defaults."""
+def adhoc_store(path: str | Path, preset: str, name: str | None = None) -> StoreConfig:
+    """A store named by its path on the command line (or by the ``name`` it was registered
+    under: a symlink at that path resolves elsewhere), with its preset's defaults."""
     root = Path(path).expanduser().resolve()
-    return StoreConfig(name=str(root), root=root, preset=preset, settings=resolve_settings(preset, {}))
+    return StoreConfig(name=name or str(root), root=root, preset=preset, settings=resolve_settings(preset, {}))
 
 
 def load_config(path: str | Path | None) -> Config:

@@ -61,7 +61,7 @@ def _known(config: Config, row: tuple[str, str, str] | None) -> StoreConfig | No
     if row is None:
         return None
     name, root, preset = row
-    return config.stores.get(name) or adhoc_store(root, preset)
+    return config.stores.get(name) or adhoc_store(root, preset, name)
 
 
 def _same_preset(store: StoreConfig, preset: str | None, path: str) -> None:

@@ -16,7 +16,7 @@ from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.service.naming import resolve
+from daemon.service.naming import folder_of, resolve
 from daemon.stores import port
 from daemon.stores.paths import identity_text
 from daemon.stores.scan import ScanResult, scan_store
@@ -89,11 +89,14 @@ def claim_store(app: App, conn: Connection, store: StoreConfig, now: dt.datetime
 
 
 def _same_folder(name: str, row: Any, root: str, identity: str) -> None:
-    """Refuse a folder that replaced the registered one at the same path (a swapped symlink,
-    a re-created directory): its files are not the ones the store's proposals were made from."""
-    if row.root == root and row.root_identity not in (None, identity):
+    """Refuse a folder that replaced the registered one at its path (a re-created directory,
+    or a symlink to another folder put there: the path now resolves to ``root``): its files
+    are not the ones the store's proposals were made from. A store moved on purpose (its
+    config names another path) is not refused."""
+    if row.root_identity not in (None, identity) and root in (row.root, str(folder_of(row.root))):
+        leads = "" if root == row.root else f" (a symlink there leads to {root})"
         raise StoreMovedError(
-            f"store {name!r}: {root} is not the folder it was registered with (device:inode {row.root_identity}, now {identity}); nothing was read or written",
+            f"store {name!r}: {row.root} is not the folder it was registered with{leads} (device:inode {row.root_identity}, now {identity}); nothing was read or written",
             hint=f"if the folder was restored or re-created on purpose: dreamd pass {shlex.quote(name)} --adopt-root",
         )
 
@@ -122,7 +125,7 @@ def all_stores(app: App) -> list[StoreConfig]:
     with app.engine().connect() as conn:
         for row in repo.all_stores(conn):
             if row.name not in found:
-                found[row.name] = adhoc_store(row.root, row.preset)
+                found[row.name] = adhoc_store(row.root, row.preset, row.name)
     return [found[k] for k in sorted(found)]
 
 
@@ -130,7 +133,7 @@ def store_config_for_id(app: App, conn: Connection, store_id: int) -> StoreConfi
     row = repo.store_by_id(conn, store_id)
     if row.name in app.config.stores:
         return app.config.stores[row.name]
-    return adhoc_store(row.root, row.preset)
+    return adhoc_store(row.root, row.preset, row.name)
 
 
 def roots_of(store: StoreConfig) -> port.Roots:

@@ -253,6 +253,42 @@ def test_a_store_folder_replaced_at_its_path_is_refused_until_adopted(example_st
         assert "store.adopted" in [e.type for e in conn.execute(repo.t.events.select())]
 
 
+def test_a_store_folder_replaced_by_a_symlink_is_refused_like_a_re_created_one(example_store, make_app, cli, tmp_path):
+    """A symlink to another folder put at the registered path between pass and apply is not the
+    store: apply and verify refuse it in one line (exit 3) and nothing is written in the folder it
+    points to; the advice given (``pass NAME --adopt-root``) takes it under the store's own name."""
+    app = make_app()
+    store, pid, _ = _accepted_merge(app, example_store)
+    outside = tmp_path / "outside"
+    shutil.copytree(example_store, outside)
+    shutil.rmtree(example_store)
+    example_store.symlink_to(outside)
+    before = {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()}
+    for command in (("apply", str(pid)), ("verify", str(example_store))):
+        refused = cli("--db", app.db_url, *command)
+        assert refused.code == 3, (command, refused.out, refused.err)
+        assert refused.err.strip().splitlines()[-1].startswith(f"error[store-moved]: store {str(example_store)!r}: {example_store} is not the folder it was registered with")
+        assert f"(a symlink there leads to {outside})" in refused.err
+    assert {p: p.read_bytes() for p in outside.rglob("*") if p.is_file()} == before
+    assert get_proposal(app, pid).state == "accepted"
+    hint = refused.err.strip().rsplit("(if the folder was restored or re-created on purpose: ", 1)[1].removesuffix(")")
+    assert cli("--db", app.db_url, *shlex.split(hint)[1:]).code == 0  # adopted under the store's own name
+    assert cli("--db", app.db_url, "apply", str(pid)).code == 0
+
+
+def test_a_store_folder_moved_and_reached_through_a_symlink_is_still_the_store(example_store, make_app, tmp_path):
+    """The same folder (same device and inode) moved elsewhere, a symlink left at its old path: apply writes there."""
+    app = make_app()
+    store, pid, rewritten = _accepted_merge(app, example_store)
+    moved = tmp_path / "moved"
+    example_store.rename(moved)
+    example_store.symlink_to(moved)
+    before = (moved / rewritten).read_bytes()
+    apply(app, [pid])
+    assert get_proposal(app, pid).state == "applied"
+    assert (moved / rewritten).read_bytes() != before
+
+
 def test_a_root_replaced_while_a_command_runs_is_refused(tmp_path):
     """The roots a command opened remember the folder: one swapped in afterwards gets no byte."""
     from daemon.stores.paths import open_roots
