@@ -12,7 +12,7 @@ import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import Connection, bindparam, false, func, insert, select, update
 
 from daemon.core.errors import StateError
 from daemon.core.hashing import hash_bytes
@@ -53,8 +53,23 @@ _SET_STATE = (
     .where(t.proposals.c.store_id == bindparam("in_store"), t.proposals.c.id == bindparam("proposal_id"))
     .values(state=bindparam("new_state"), state_reason=bindparam("reason"), updated_at=bindparam("now"))
 )
-_TOMBSTONE_ID = select(t.tombstones.c.id).where(
-    t.tombstones.c.store_id == bindparam("store_id"), t.tombstones.c.key_kind == bindparam("kind"), t.tombstones.c.key == bindparam("tomb_key")
+_TOMBSTONE_LIFTED = (
+    select(t.tombstones.c.lifted)
+    .where(t.tombstones.c.store_id == bindparam("store_id"), t.tombstones.c.key_kind == bindparam("kind"), t.tombstones.c.key == bindparam("tomb_key"))
+    .order_by(t.tombstones.c.id.desc())
+    .limit(1)
+)
+_NEWER_TOMBSTONE = t.tombstones.alias("newer")
+# A tombstone row in effect: not a lift, and no newer row (a lift) for its key.
+_IN_EFFECT = (t.tombstones.c.lifted == false()) & ~(
+    select(_NEWER_TOMBSTONE.c.id)
+    .where(
+        _NEWER_TOMBSTONE.c.store_id == t.tombstones.c.store_id,
+        _NEWER_TOMBSTONE.c.key_kind == t.tombstones.c.key_kind,
+        _NEWER_TOMBSTONE.c.key == t.tombstones.c.key,
+        _NEWER_TOMBSTONE.c.id > t.tombstones.c.id,
+    )
+    .exists()
 )
 _LOCK_STORE = select(t.stores.c.id).where(t.stores.c.id == bindparam("store_id")).with_for_update()
 _NEWEST_EVENT = select(func.coalesce(func.max(t.events.c.seq), 0)).where(t.events.c.store_id == bindparam("store_id"))
@@ -450,11 +465,12 @@ def decisions_of(conn: Connection, store_id: int, proposal_ids: list[int]) -> di
 
 
 # tombstones --------------------------------------------------------------------------
+# Append-only (see schema.tombstones): taking one back appends a lift, never a delete.
 
 
 def add_tombstone(conn: Connection, store_id: int, key_kind: str, key: str, now: dt.datetime, **values: Any) -> None:
-    exists = conn.scalar(_TOMBSTONE_ID, {"store_id": store_id, "kind": key_kind, "tomb_key": key})
-    if exists is None:
+    """Tombstone ``key``, unless it is tombstoned already (a lifted one is tombstoned again)."""
+    if conn.scalar(_TOMBSTONE_LIFTED, {"store_id": store_id, "kind": key_kind, "tomb_key": key}) is not False:
         conn.execute(_INSERT[t.tombstones], {"store_id": store_id, "key_kind": key_kind, "key": key, "created_at": now, **values})
 
 
@@ -462,46 +478,45 @@ def has_tombstone(conn: Connection, store_id: int, key_kind: str, key: str) -> b
     return key in tombstoned(conn, store_id, key_kind, [key])
 
 
+def _in_effect(store_id: int, key_kind: str, *columns: Any) -> Any:
+    return select(*columns).where(t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == key_kind, _IN_EFFECT)
+
+
 def tombstoned(conn: Connection, store_id: int, key_kind: str, keys: list[str]) -> set[str]:
-    """Those of ``keys`` with a tombstone of ``key_kind``."""
+    """Those of ``keys`` with a tombstone of ``key_kind`` in effect."""
     found: set[str] = set()
     for i in range(0, len(keys), 500):
-        query = select(t.tombstones.c.key).where(t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == key_kind, t.tombstones.c.key.in_(keys[i : i + 500]))
-        found.update(conn.scalars(query))
+        found.update(conn.scalars(_in_effect(store_id, key_kind, t.tombstones.c.key).where(t.tombstones.c.key.in_(keys[i : i + 500]))))
     return found
 
 
 def value_tombstones(conn: Connection, store_id: int) -> dict[str, str]:
-    rows = conn.execute(
-        select(t.tombstones.c.key, t.tombstones.c.note_path).where(
-            t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == "value"
-        )
-    )
+    rows = conn.execute(_in_effect(store_id, "value", t.tombstones.c.key, t.tombstones.c.note_path))
     return {r.key: r.note_path or "" for r in rows}
 
 
 def rejected_changes(conn: Connection, store_id: int) -> frozenset[str]:
     """Change keys of rejected proposals: planners must not count on those changes."""
-    rows = conn.scalars(
-        select(t.tombstones.c.key).where(t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == "change")
-    )
-    return frozenset(rows)
+    return frozenset(conn.scalars(_in_effect(store_id, "change", t.tombstones.c.key)))
 
 
-def drop_change_tombstone(conn: Connection, store_id: int, key: str) -> None:
+def lift_change_tombstone(conn: Connection, store_id: int, key: str, now: dt.datetime, *, proposal_id: int, reason: str | None) -> None:
     """A rejection taken back: the same change may be proposed again."""
-    conn.execute(t.tombstones.delete().where(t.tombstones.c.store_id == store_id, t.tombstones.c.key_kind == "change", t.tombstones.c.key == key))
+    if has_tombstone(conn, store_id, "change", key):
+        conn.execute(_INSERT[t.tombstones], {"store_id": store_id, "key_kind": "change", "key": key, "created_at": now, "proposal_id": proposal_id, "reason": reason, "lifted": True})
 
 
-def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int) -> None:
-    """A revert brings retired notes back, so their values are no longer tombstoned."""
-    conn.execute(
-        t.tombstones.delete().where(
-            t.tombstones.c.store_id == store_id,
-            t.tombstones.c.proposal_id == proposal_id,
-            t.tombstones.c.key_kind == "value",
-        )
-    )
+def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int, now: dt.datetime | None = None) -> None:
+    """A revert brings retired notes back, so their values are no longer tombstoned: a lift
+    is appended for each value the proposal's apply tombstoned. Without ``now``, at the
+    proposal's ``updated_at`` (the revert set its state in this transaction)."""
+    rows = conn.execute(_in_effect(store_id, "value", t.tombstones.c.key, t.tombstones.c.note_path).where(t.tombstones.c.proposal_id == proposal_id)).all()
+    if not rows:
+        return
+    if now is None:
+        now = conn.scalar(select(t.proposals.c.updated_at).where(t.proposals.c.store_id == store_id, t.proposals.c.id == proposal_id))
+    lifts = [{"store_id": store_id, "key_kind": "value", "key": r.key, "created_at": now, "proposal_id": proposal_id, "note_path": r.note_path, "reason": "reverted", "lifted": True} for r in rows]
+    conn.execute(_INSERT[t.tombstones], lifts)
 
 
 # events ------------------------------------------------------------------------------

@@ -221,7 +221,9 @@ decisions = Table(
 )
 
 # key_kind "change": a rejected proposal's change_key. key_kind "value": the normalised
-# body hash of a retired note, so the same fact coming back is noticed.
+# body hash of a retired note, so the same fact coming back is noticed. Append-only, like
+# events (triggers refuse UPDATE and DELETE): a tombstone taken back (unreject, a revert) is
+# a row with ``lifted`` true, and a key is tombstoned while its newest row is not a lift.
 tombstones = Table(
     "tombstones",
     metadata,
@@ -233,7 +235,8 @@ tombstones = Table(
     Column("note_path", Text),
     Column("reason", Text),
     Column("created_at", UTC, nullable=False),
-    UniqueConstraint("store_id", "key_kind", "key", name="uq_tombstones_store_kind_key"),
+    Column("lifted", Boolean, nullable=False, server_default=false()),
+    Index("ix_tombstones_store_kind_key", "store_id", "key_kind", "key"),
 )
 
 # Append-only (triggers refuse UPDATE and DELETE). seq counts per store from 1.

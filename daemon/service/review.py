@@ -183,8 +183,9 @@ def unreject(app: App, proposal_id: int, reason: str | None = None) -> ProposalV
     """Take a rejection back: the tombstone is lifted, so the change may be proposed again, and
     the proposal itself is pending again (apply still checks every byte it was made from)."""
 
-    def lift(conn: Connection, store_id: int, row: Any) -> None:
-        repo.drop_change_tombstone(conn, store_id, row.change_key)
+    def lift(conn: Connection, store_id: int, row: Any, now: dt.datetime) -> None:
+        # appended, not deleted: tombstones are append-only, and the rejection stays in the history
+        repo.lift_change_tombstone(conn, store_id, row.change_key, now, proposal_id=row.id, reason=reason)
 
     return _take_back(app, proposal_id, REJECTED, "unrejected", reason, "rejection taken back", lift)
 
@@ -193,15 +194,15 @@ def unaccept(app: App, proposal_id: int, reason: str | None = None) -> ProposalV
     """Take an accept back before it is applied: the proposal is pending again and the accept
     no longer stands (so no later pass carries it over); the event records who took it back."""
 
-    def withdraw(conn: Connection, store_id: int, row: Any) -> None:
+    def withdraw(conn: Connection, store_id: int, row: Any, now: dt.datetime) -> None:
         # recorded, not deleted: the accept stays in the history, and no pass carries over an
         # accept whose latest decision is this one (see storing._carry_over)
-        repo.add_decision(conn, store_id, proposal_id, decision="unaccept", actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=app.clock())
+        repo.add_decision(conn, store_id, proposal_id, decision="unaccept", actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
 
     return _take_back(app, proposal_id, ACCEPTED, "unaccepted", reason, "acceptance taken back", withdraw)
 
 
-def _take_back(app: App, proposal_id: int, state: str, event: str, reason: str | None, default: str, undo: Callable[[Connection, int, Any], None]) -> ProposalView:
+def _take_back(app: App, proposal_id: int, state: str, event: str, reason: str | None, default: str, undo: Callable[[Connection, int, Any, dt.datetime], None]) -> ProposalView:
     """A decision taken back in one transaction: ``undo`` its trace, pending again, an event."""
     store_id, _ = locate(app, proposal_id)
     now = app.clock()
@@ -209,7 +210,7 @@ def _take_back(app: App, proposal_id: int, state: str, event: str, reason: str |
         row = repo.get_proposal(conn, store_id, proposal_id)
         if row.state != state:
             raise ProposalError(f"proposal {proposal_id} is {row.state}, not {state}; nothing to take back")
-        undo(conn, store_id, row)
+        undo(conn, store_id, row, now)
         repo.set_state(conn, store_id, proposal_id, PENDING, now, reason or default)
         repo.add_event(conn, store_id, f"proposal.{event}", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)
     return get_proposal(app, proposal_id)

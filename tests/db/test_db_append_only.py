@@ -1,4 +1,4 @@
-"""events and blobs refuse UPDATE and DELETE in the database itself (invariants 4 and 6)."""
+"""events, blobs and tombstones refuse UPDATE and DELETE in the database itself (invariants 4, 6 and 7)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from daemon.db.schema import blobs, events
+from daemon.db.schema import blobs, events, tombstones
 
 from .helpers import NOW, add_store
 
@@ -21,6 +21,12 @@ def _add_event(engine: Engine) -> int:
             )
         )
     return store_id
+
+
+def _add_tombstone(engine: Engine) -> None:
+    with engine.begin() as conn:
+        store_id = add_store(conn)
+        conn.execute(insert(tombstones).values(store_id=store_id, key_kind="change", key="c" * 64, reason="keep both", created_at=NOW))
 
 
 def _add_blob(engine: Engine) -> None:
@@ -109,3 +115,29 @@ def test_insert_or_replace_cannot_swap_a_blob(engine):
         conn.execute(insert(blobs).values(hash="b" * 64, size=3, data=b"def"))
     with engine.connect() as conn:
         assert dict(conn.execute(select(blobs.c.hash, blobs.c.data)).all()) == {"a" * 64: b"abc", "b" * 64: b"def"}
+
+
+@pytest.mark.parametrize("change", [update(tombstones).values(key="d" * 64), delete(tombstones)], ids=["update", "delete"])
+def test_a_tombstone_cannot_be_updated_or_deleted(engine, change):
+    """Rewriting or deleting a rejection's tombstone (which would let the rejected change back) is
+    refused: a rejection is taken back by ``unreject``, which appends a lift."""
+    _add_tombstone(engine)
+    with pytest.raises(IntegrityError, match="tombstones are append-only"):
+        with engine.begin() as conn:
+            conn.execute(change)
+    with engine.connect() as conn:
+        assert conn.execute(select(tombstones.c.key, tombstones.c.lifted)).all() == [("c" * 64, False)]
+
+
+def test_insert_or_replace_cannot_rewrite_a_tombstone(engine):
+    """A REPLACE of an existing tombstone (SQLite's INSERT OR REPLACE, PostgreSQL's ON CONFLICT DO UPDATE) is refused."""
+    _add_tombstone(engine)
+    if engine.dialect.name == "sqlite":
+        forge = "INSERT OR REPLACE INTO tombstones (id, store_id, key_kind, key, lifted, created_at) SELECT id, store_id, key_kind, key, 1, created_at FROM tombstones"
+    else:
+        forge = "INSERT INTO tombstones (id, store_id, key_kind, key, lifted, created_at) SELECT id, store_id, key_kind, key, true, created_at FROM tombstones ON CONFLICT (id) DO UPDATE SET lifted = EXCLUDED.lifted"
+    with pytest.raises(IntegrityError, match="tombstones are append-only"):
+        with engine.begin() as conn:
+            conn.exec_driver_sql(forge)
+    with engine.connect() as conn:
+        assert conn.execute(select(tombstones.c.lifted)).all() == [(False,)]

@@ -45,7 +45,7 @@ def test_upgrade_is_idempotent_and_nothing_is_pending(backend_url, engine):
 def test_blank_database_opened_without_migrating_has_pending_revisions(backend_url):
     engine = open_engine(backend_url, migrate=False)
     try:
-        assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger"]
+        assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only"]
         assert _tables(engine) == set()  # pending_migrations only reads
     finally:
         engine.dispose()
@@ -55,7 +55,7 @@ def test_downgrade_to_base_then_upgrade_again(engine):
     with engine.connect() as conn:
         command.downgrade(alembic_config(conn), "base")
     assert _tables(engine) == set()
-    assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger"]
+    assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only"]
     with engine.connect() as conn:
         command.upgrade(alembic_config(conn), "head")
     assert _tables(engine) == set(metadata.tables)
@@ -129,10 +129,47 @@ def test_upgrade_from_the_oldest_revision_keeps_data(sqlite_engine):
         command.downgrade(alembic_config(conn), "0001_initial")
     with sqlite_engine.begin() as conn:
         conn.execute(insert(schema.stores).values(name="s", root="/s", preset="generic", created_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)))
-    assert pending_migrations(sqlite_engine) == ["0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger"]
+    assert pending_migrations(sqlite_engine) == ["0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only"]
     with sqlite_engine.connect() as conn:
         command.upgrade(alembic_config(conn), "head")
     assert pending_migrations(sqlite_engine) == []
     with sqlite_engine.connect() as conn:
         assert conn.scalars(select(schema.stores.c.name)).all() == ["s"]
         assert "model_calls" in inspect(conn).get_table_names()
+
+
+def test_tombstones_become_append_only_and_go_back_to_one_row_a_key(engine):
+    """Tombstones stored before 0011 are in effect after it; going back to 0009 keeps one row
+    for each key still tombstoned and none for a key whose newest row is a lift."""
+    import datetime as dt
+
+    from sqlalchemy import insert, select
+    from sqlalchemy.exc import IntegrityError
+
+    from daemon.db import repo, schema
+
+    at = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    with engine.connect() as conn:
+        command.downgrade(alembic_config(conn), "0009_blob_deltas")
+    with engine.begin() as conn:
+        store_id = conn.execute(insert(schema.stores).values(name="s", root="/s", preset="generic", created_at=at)).inserted_primary_key[0]
+        for key in ("a" * 64, "b" * 64):  # the columns 0009 has
+            conn.execute(insert(schema.tombstones).values(store_id=store_id, key_kind="change", key=key, created_at=at))
+    with engine.connect() as conn:
+        command.upgrade(alembic_config(conn), "head")
+    with engine.begin() as conn:
+        assert repo.rejected_changes(conn, store_id) == {"a" * 64, "b" * 64}
+        repo.lift_change_tombstone(conn, store_id, "b" * 64, at, proposal_id=None, reason="taken back")
+        assert repo.rejected_changes(conn, store_id) == {"a" * 64}
+    with pytest.raises(IntegrityError, match="tombstones are append-only"), engine.begin() as conn:
+        conn.execute(schema.tombstones.delete())
+    with engine.connect() as conn:
+        command.downgrade(alembic_config(conn), "0009_blob_deltas")
+    with engine.begin() as conn:
+        assert conn.exec_driver_sql("SELECT key FROM tombstones").scalars().all() == ["a" * 64]
+        conn.exec_driver_sql("DELETE FROM tombstones")  # as 0009 allowed
+    with engine.connect() as conn:
+        command.upgrade(alembic_config(conn), "head")
+    assert _differences(engine) == []
+    with engine.connect() as conn:
+        assert conn.execute(select(schema.tombstones)).all() == []

@@ -31,7 +31,7 @@ def pg_engine(pg_url: str) -> Iterator[Engine]:
     engine.dispose()
 
 
-@pytest.mark.parametrize("table", ["events", "blobs"])
+@pytest.mark.parametrize("table", ["events", "blobs", "tombstones"])
 def test_truncate_is_refused(pg_engine, table):
     # TRUNCATE skips row triggers; a statement trigger refuses it. CASCADE gets past the
     # foreign keys that reference blobs, so the trigger is what refuses.

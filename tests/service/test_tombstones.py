@@ -14,6 +14,13 @@ def _by_retire(report, retire):
     return next(o for o in report.outcomes if o.planned.draft.retire == retire)
 
 
+def _tombstone_rows(app):
+    from daemon.db import repo
+
+    with app.engine().connect() as conn:
+        return [(r.key_kind, r.key, r.lifted, r.reason) for r in conn.execute(repo.t.tombstones.select().order_by(repo.t.tombstones.c.id))]
+
+
 def test_rejected_proposal_comes_back_suppressed_after_an_unrelated_change(example_store, make_app, clock):
     """After rejecting the supersede and editing an unrelated note, a later pass records the same change as suppressed, not pending."""
     store = adhoc_store(example_store, "deepcode")
@@ -93,7 +100,8 @@ def test_exact_merge_survivor_is_not_flagged_as_a_tombstoned_value(example_store
 
 
 def test_reverting_a_merge_lifts_its_value_tombstone(example_store, make_app, clock):
-    """After the near-duplicate merge is reverted, the same text in a new note is no longer flagged as a retired value."""
+    """After the near-duplicate merge is reverted, the same text in a new note is no longer flagged
+    as a retired value; the revert appended a lift of the value, the apply's row stays."""
     from daemon.service.apply import revert
 
     store = adhoc_store(example_store, "deepcode")
@@ -101,8 +109,11 @@ def test_reverting_a_merge_lifts_its_value_tombstone(example_store, make_app, cl
     merge = _by_retire(run_pass(app, store), ("test-setup-notes.md",))
     decide(app, merge.id, "accept")
     apply(app, [merge.id])
+    (retired,) = _tombstone_rows(app)
+    assert (retired[0], retired[2]) == ("value", False)
     clock.advance(minutes=1)
     revert(app, merge.id)
+    assert _tombstone_rows(app) == [retired, ("value", retired[1], True, "reverted")]
     (example_store / "testing-notes-again.md").write_bytes((example_store / "test-setup-notes.md").read_bytes())
     clock.advance(days=1)
     report = run_pass(app, store)
@@ -164,4 +175,28 @@ def test_a_rejected_merge_does_not_come_back_reversed_when_file_times_flip(make_
     clock.advance(days=1)
     (again,) = [o for o in run_pass(app, store).outcomes if o.planned.draft.kind == "merge"]
     assert again.planned.draft.survivor == "a-note.md"  # reversed
+    assert again.state == "suppressed"
+
+
+def test_a_rejection_taken_back_and_given_again_keeps_every_tombstone_row(example_store, make_app, clock):
+    """Rejecting, unrejecting and rejecting again appends a tombstone, a lift and a tombstone (none
+    is deleted), and the change is suppressed again after the second rejection."""
+    from daemon.service.review import unreject
+
+    store = adhoc_store(example_store, "deepcode")
+    app = make_app()
+    first = _by_retire(run_pass(app, store), SUPERSEDE_RETIRES)
+    key = first.planned.key
+    decide(app, first.id, "reject", "v1 is still the plan of record")
+    unreject(app, first.id, "rejected by mistake")
+    decide(app, first.id, "reject", "v1 really is the plan of record")
+    assert _tombstone_rows(app) == [
+        ("change", key, False, "v1 is still the plan of record"),
+        ("change", key, True, "rejected by mistake"),
+        ("change", key, False, "v1 really is the plan of record"),
+    ]
+    with open(example_store / "architecture.md", "a") as f:
+        f.write("The gateway terminates TLS.\n")
+    clock.advance(days=2)
+    again = _by_retire(run_pass(app, store), SUPERSEDE_RETIRES)
     assert again.state == "suppressed"
