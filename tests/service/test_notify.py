@@ -4,8 +4,12 @@ arguments and JSON on stdin; never on a dry run, never failing the pass."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 from structlog.testing import capture_logs
@@ -141,3 +145,83 @@ def test_a_bad_notify_table_is_refused_at_load(table, said, tmp_path):
     with pytest.raises(ConfigError, match=rf"notify.*{said[7:12]}") as refused:
         parse_config({"notify": table}, tmp_path / "c.toml")
     assert said in str(refused.value)
+
+
+FLOOD = textwrap.dedent(
+    """
+    import sys
+    chunk = b"x" * (1 << 20)
+    for _ in range(200):
+        sys.stderr.buffer.write(chunk)
+    sys.stderr.buffer.write(b"\\nthe last words of the flood\\n")
+    sys.exit(1)
+    """
+)
+
+
+def test_a_notifier_flooding_stderr_leaves_dreamd_small_and_its_last_words_logged(example_store, tmp_path):
+    """A notifier that writes 200 MB to stderr and fails: the pass (a real dreamd process) keeps
+    only the last 4 KiB of it, which end the warning, and its peak memory stays far below 200 MB."""
+    flood = tmp_path / "flood.py"
+    flood.write_text(FLOOD)
+    config = tmp_path / "config.toml"
+    config.write_text(f"[notify]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(flood))}]\ntimeout_s = 60\n")
+    argv = [str(Path(sys.executable).with_name("dreamd")), "--config", str(config), "--db", f"sqlite:///{tmp_path / 'state.db'}", "pass", "--store", str(example_store), "--preset", "deepcode"]
+    with open(tmp_path / "err", "w+b") as err:
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(child.pid, 0)
+        child.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        said = err.read().decode()
+    assert child.returncode == 0, said
+    (warning,) = [event for event in map(json.loads, said.splitlines()) if event["event"] == "notify.failed"]
+    assert warning["error"] == "exited with 1"
+    assert warning["stderr"].endswith("the last words of the flood") and len(warning["stderr"].encode()) <= 4096
+    peak_mb = usage.ru_maxrss / 1024  # the pass and the notifier it waited for: the larger one's peak
+    print(f"peak RSS of the pass, its notifier flooding 200 MB: {peak_mb:.0f} MB")
+    assert peak_mb < 150
+
+
+HANGER = textwrap.dedent(
+    """
+    import os, subprocess, sys, time
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    with open(sys.argv[1], "w") as out:
+        out.write(f"{os.getpid()} {child.pid}")
+    time.sleep(60)
+    """
+)
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a process that still runs (a zombie waiting for its parent does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except FileNotFoundError:
+        return False
+
+
+def test_a_hanging_notifier_is_killed_with_every_process_it_started(example_store, make_app, tmp_path):
+    """A notifier that starts a child and hangs: at its timeout the whole process group is killed,
+    the notifier and its child, and the pass completes soon after the timeout."""
+    hanger = tmp_path / "hang.py"
+    hanger.write_text(HANGER)
+    pids = tmp_path / "pids"
+    app = _app(make_app, [sys.executable, str(hanger), str(pids)], timeout=1.0)
+    store = adhoc_store(example_store, "deepcode")
+    with capture_logs() as logs:
+        report = run_pass(app, store, dry_run=True)  # the pass's work, without the notifier
+        started = time.monotonic()
+        report = run_pass(app, store)
+        took = time.monotonic() - started
+    assert report.status == "completed"
+    assert [e["error"] for e in logs if e["event"] == "notify.failed"] == ["did not finish within 1s; killed"]
+    notifier, child = (int(pid) for pid in pids.read_text().split())
+    gone = time.monotonic() + 5  # SIGKILL is sent, the child's end is the kernel's to finish
+    while _alive(child) and time.monotonic() < gone:
+        time.sleep(0.01)
+    after = time.monotonic() - started - took
+    assert not _alive(notifier) and not _alive(child)
+    print(f"pass with a notifier hanging past its 1 s timeout: {took:.2f} s; its child gone {after * 1000:.0f} ms after")
+    assert took < 10
