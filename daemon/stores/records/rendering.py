@@ -19,7 +19,9 @@ rendering's, not the content's (so a note's usual last newline never reaches the
 true`` pins the note for dreamd too). The rendering is exact both ways for every value
 Dexto writes: ``value_of(render(v)) == v``. A value that does not come back byte for byte
 (not Dexto's serialisation, a metadata key that would collide with a field) is not
-rendered: it is reported and never touched.
+rendered: it is reported and never touched. Nor is a value nested deeper than ``MAX_DEPTH``
+(JSON Dexto may store, which Python's parsers and dreamd's frontmatter would read only by
+recursing past their limits): ``too-deep``, before any parser sees it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ _CLOSE = "\n---\n"
 _FIELD_LINES = ("id", "createdAt", "updatedAt", "tags")
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 _YAML_BREAKS = {"\u0085": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029", "\ufeff": "\\ufeff"}
+MAX_DEPTH = 100  # arrays and objects in one another: far past any memory, far below a recursion limit
+_STRINGS = re.compile(r'"(?:[^"\\]++|\\.)*+"')
+_BRACKETS = re.compile(r"[\[\]{}]")
 
 
 class NotRenderable(ValueError):
@@ -51,6 +56,9 @@ def parse_value(value: Any) -> dict[str, Any]:
     """The record a stored value holds; NotRenderable when it is not JSON or breaks Dexto's rules."""
     if not isinstance(value, str):
         raise NotRenderable("invalid-json", "the value is not text")
+    deepest = nesting(value)
+    if deepest > MAX_DEPTH:
+        raise NotRenderable("too-deep", f"arrays and objects nested {deepest:,} levels deep, more than the {MAX_DEPTH} dreamd reads")
     try:
         record = json.loads(value, object_pairs_hook=_no_duplicates)
     except ValueError as exc:
@@ -59,6 +67,19 @@ def parse_value(value: Any) -> dict[str, Any]:
     if breaks:
         raise NotRenderable("breaks-dexto-rules", "; ".join(breaks))
     return record
+
+
+def nesting(text: str) -> int:
+    """How deep the arrays and objects of a JSON (or one-line YAML) text nest, its strings
+    skipped, or ``MAX_DEPTH`` when they are too few to nest deeper: found with two regular
+    expressions, without parsing (nor recursing)."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return MAX_DEPTH  # at most: too few to go deeper (the common case, counted in C)
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_STRINGS.sub("", text)):
+        depth += 1 if bracket in "[{" else -1
+        deepest = max(deepest, depth)
+    return deepest
 
 
 def render(value: Any) -> bytes:
@@ -114,6 +135,8 @@ def _header_value(raw: str) -> Any:
     """A header line's value: JSON as ``render`` writes it, or the one-line YAML an edit of
     the header writes (a planner's ``merged_from: [a, b]``), as long as it is JSON's kind of
     value; ``canonical`` turns the latter back into the former."""
+    if nesting(raw) > MAX_DEPTH:
+        raise ValueError(f"not a record's rendering: a header value nested more than {MAX_DEPTH} levels deep")
     try:
         return json.loads(raw)
     except ValueError:

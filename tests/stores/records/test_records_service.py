@@ -172,6 +172,26 @@ def test_every_pass_reports_a_row_that_is_not_json(dexto, make_app, clock):
     assert first.skipped_files[0].reason.startswith("invalid-json: ")
 
 
+def test_a_record_nested_too_deep_is_reported_and_the_pass_goes_on(dexto, make_app, clock):
+    """A value nested 50,000 levels deep (JSON Dexto could store, no parser here can read) is a
+    bad record like any other: skipped with why, on every pass, and the other records (one at
+    the 100 levels dreamd reads among them) are planned."""
+    deep = '{"id":"deep00000001","content":"c","createdAt":1,"updatedAt":1,"metadata":{"x":' + "[" * 50_000 + "]" * 50_000 + "}}"
+    limit = '{"id":"limit0000001","content":"A note at the limit.","createdAt":1,"updatedAt":1,"metadata":{"x":' + "[" * 98 + "]" * 98 + "}}"
+    conn = sqlite3.connect(dexto, isolation_level=None)
+    for key, value in (("memory:item:deep00000001", deep), ("memory:item:limit0000001", limit)):
+        conn.execute("INSERT INTO kv_store (key, value, updated_at) VALUES (?, ?, ?)", (key, value, 1))
+    conn.close()
+    app = make_app()
+    first = run_pass(app, adhoc_store(dexto, "dexto"))
+    clock.advance(days=2)
+    second = run_pass(app, adhoc_store(dexto, "dexto"))
+    assert [r.status for r in (first, second)] == ["completed", "skipped"]
+    assert [[(s.path, s.reason) for s in r.skipped_files] for r in (first, second)] == [[("memory:item:deep00000001", "too-deep: arrays and objects nested 50,002 levels deep, more than the 100 dreamd reads")]] * 2
+    assert [o.planned.draft.kind for o in first.outcomes] == ["merge"]
+    assert first.notes == 5  # the standard four, and the one at the limit
+
+
 def test_apply_and_revert_are_events_as_for_folders(dexto, make_app, clock):
     """proposal.applied and proposal.reverted events name the record steps dreamd wrote."""
     app = make_app()

@@ -108,3 +108,27 @@ def test_a_header_value_that_is_no_json_value_is_refused(line):
     data = f'---\nid: "x"\ncreatedAt: 1\nupdatedAt: 1\n{line}\n---\nc\n'.encode()
     with pytest.raises(ValueError, match="not a record's rendering"):
         value_of(data)
+
+
+def _nested(levels: int, inner: str = "1") -> str:
+    return '{"id":"x","content":"c","createdAt":1,"updatedAt":1,"metadata":{"x":' + "[" * (levels - 2) + inner + "]" * (levels - 2) + "}}"
+
+
+def test_a_value_nested_up_to_the_limit_renders_and_one_level_more_is_too_deep():
+    """100 levels of arrays and objects render and come back exactly (brackets inside strings do
+    not count); 101, or 50,000, are ``too-deep``, refused before any parser recurses into them."""
+    from daemon.stores.records.rendering import MAX_DEPTH
+
+    at_limit = _nested(MAX_DEPTH, '"[[[{{{"')
+    assert value_of(render(at_limit)) == at_limit
+    for levels in (MAX_DEPTH + 1, 50_000):
+        with pytest.raises(NotRenderable, match=f"nested {levels:,} levels deep, more than the {MAX_DEPTH} dreamd reads") as caught:
+            render(_nested(levels))
+        assert caught.value.reason == "too-deep"
+
+
+def test_a_header_value_nested_too_deep_is_refused_before_it_is_parsed():
+    """A rendering whose header line nests 50,000 levels (an edit a model wrote) stands for no record: ValueError, no RecursionError."""
+    data = ('---\nid: "x"\ncreatedAt: 1\nupdatedAt: 1\nx: ' + "[" * 50_000 + "]" * 50_000 + "\n---\nc\n").encode()
+    with pytest.raises(ValueError, match="nested more than 100 levels deep"):
+        value_of(data)
