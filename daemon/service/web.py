@@ -1,8 +1,9 @@
 """``dreamd serve``: a small local web face to review pending proposals and decide them.
 
 A Starlette app over the same service calls as the CLI and the same templates as the HTML
-report. Every request needs the access token or its cookie (see web_access); every form post
-needs its own CSRF token. A decision binds to what the page showed: the form carries a key
+report. Every request must name the address served as its Host (else 400: DNS rebinding) and
+carry the access token or its cookie (see web_access); every form post needs its own CSRF
+token, and may hold at most ``FORM_FIELDS`` fields in ``FORM_BYTES`` (else 400 or 413, unread). A decision binds to what the page showed: the form carries a key
 of the proposal's base and result hashes and its diff, and the server refuses, saying why on
 the page, if the proposal is no longer that or no longer pending. Decisions are recorded as
 ``human:<user>`` through the surface ``web``.
@@ -33,7 +34,7 @@ from daemon.core.proposals import ACCEPTED, KINDS, PENDING
 from daemon.service.context import App
 from daemon.service.report import base_blobs, environment, proposal_page, render_index, render_proposal
 from daemon.service.review import ProposalView, Selection, decide, get_proposal, list_proposals
-from daemon.service.web_access import Access
+from daemon.service.web_access import Access, answers_to
 
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
@@ -42,6 +43,16 @@ HEADERS = {
     "Cache-Control": "no-store",
 }
 DONE = {"accepted": "accepted; dreamd apply writes it", "rejected": "rejected; the same change will not be proposed again"}
+FORM_FIELDS = 20  # the pages' forms send four
+FORM_BYTES = 64 * 1024  # and a reason a person typed
+
+
+class _BadForm(Exception):
+    """A post no page of this server sends: its status and what to say."""
+
+    def __init__(self, status: int, text: str) -> None:
+        super().__init__(text)
+        self.status = status
 
 
 def shown_key(view: ProposalView) -> str:
@@ -123,7 +134,10 @@ class _Pages:
 
     async def _decide(self, request: Request, decision: str) -> Response:
         proposal_id = request.path_params["pid"]
-        form = await _form(request)
+        try:
+            form = await _form(request)
+        except _BadForm as exc:
+            return self.message("Bad request", f"{exc}; nothing was {decision}ed", exc.status)
         why = self.access.refusal(form.get("csrf"), f"{decision}:{proposal_id}")
         if why is not None:
             return self.message("Forbidden", f"{why}; nothing was {decision}ed", 403)
@@ -156,9 +170,32 @@ def _confidence(text: str) -> float:
 
 
 async def _form(request: Request) -> dict[str, str]:
-    """A urlencoded form's fields (the first value of each), as the pages' forms post them."""
-    fields = parse_qs((await request.body()).decode("utf-8", "replace"), max_num_fields=20)
+    """A urlencoded form's fields (the first value of each), as the pages' forms post them;
+    _BadForm for a body larger or with more fields than they send (read no further)."""
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > FORM_BYTES:
+            raise _BadForm(413, f"this form is larger than dreamd's forms send ({FORM_BYTES // 1024} KiB)")
+    try:
+        fields = parse_qs(body.decode("utf-8", "replace"), max_num_fields=FORM_FIELDS)
+    except ValueError:  # "Max number of fields exceeded"
+        raise _BadForm(400, "this form has more fields than dreamd's forms send") from None
     return {name: values[0] for name, values in fields.items()}
+
+
+class _RequireHost(BaseHTTPMiddleware):
+    """400 unless the Host header names the address served (see web_access.answers_to)."""
+
+    def __init__(self, app: Any, address: tuple[str, int], refuse: Callable[[], Response]) -> None:
+        super().__init__(app)
+        self.address = address
+        self.refuse = refuse
+
+    async def dispatch(self, request: Request, call_next: RequestResponseEndpoint) -> Response:
+        if not answers_to(request.headers.get("host", ""), *self.address):
+            return self.refuse()
+        return await call_next(request)
 
 
 class _RequireToken(BaseHTTPMiddleware):
@@ -180,17 +217,20 @@ class _RequireToken(BaseHTTPMiddleware):
         return await call_next(request)
 
 
-def build(app: App, access: Access) -> Starlette:
-    """The ASGI app: the pages, behind the access token."""
+def build(app: App, access: Access, address: tuple[str, int]) -> Starlette:
+    """The ASGI app served on ``address`` (host, port): the pages, behind the Host check and the access token."""
     pages = _Pages(app, access)
     refuse = lambda: pages.message("Forbidden", "open the URL dreamd serve printed (it holds the access token)", 403)  # noqa: E731
+    served = f"[{address[0]}]:{address[1]}" if ":" in address[0] else f"{address[0]}:{address[1]}"
+    elsewhere = lambda: pages.message("Bad request", f"this server answers to {served} only; open the URL dreamd serve printed", 400)  # noqa: E731
     routes = [
         Route("/", pages.index, methods=["GET"]),
         Route("/proposals/{pid:int}", pages.proposal, methods=["GET"]),
         Route("/proposals/{pid:int}/accept", pages.accept, methods=["POST"]),
         Route("/proposals/{pid:int}/reject", pages.reject, methods=["POST"]),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(_RequireToken, access=access, refuse=refuse)])
+    middleware = [Middleware(_RequireHost, address=address, refuse=elsewhere), Middleware(_RequireToken, access=access, refuse=refuse)]
+    return Starlette(routes=routes, middleware=middleware)
 
 
 def url_of(host: str, port: int, token: str) -> str:
@@ -210,9 +250,10 @@ def serve(app: App, host: str, port: int, announce: Callable[[str], None]) -> No
         listener.close()
         raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror or exc}", hint="choose another --host or --port") from None
     listener.listen(64)  # a browser opening the URL at once waits in the backlog, not refused
-    server = uvicorn.Server(uvicorn.Config(build(app, access), log_level="warning", access_log=False, lifespan="off"))
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(build(app, access, (host, port)), log_level="warning", access_log=False, lifespan="off"))
     with _stopped_by_signals(server):
-        announce(url_of(host, listener.getsockname()[1], access.token))
+        announce(url_of(host, port, access.token))
         server.run(sockets=[listener])
 
 

@@ -6,6 +6,10 @@ and history lose it. Every form carries a token of its own: the time it was issu
 random nonce and an HMAC, under a per-process secret, of those and what the form does
 ("accept:12"). A form token is good for ``FORM_LIFETIME`` and for one post: a token of
 another form, of another server process, an old one or one already used is refused.
+
+Every request must also name the address served in its Host header (``answers_to``): a page of
+another site whose name an attacker pointed at this machine (DNS rebinding) sends its own name
+there, and is refused before the token is looked at.
 """
 
 from __future__ import annotations
@@ -13,11 +17,17 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import hmac
+import ipaddress
+import re
 import secrets
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 FORM_LIFETIME = dt.timedelta(hours=8)
+LOOPBACK_NAMES = ("localhost",)
+EVERY_ADDRESS = ("0.0.0.0", "::", "")
+_HOST = re.compile(r"(?P<name>\[[0-9a-f:.]+\]|[^:\[\]]+)(?::(?P<port>\d{1,5}))?")  # an IPv6 address only in brackets
 
 
 @dataclass
@@ -61,4 +71,30 @@ class Access:
         if presented in self.used:
             return "this form was sent already; reload the page"
         self.used[presented] = issued + FORM_LIFETIME  # type: ignore[index]
+        return None
+
+
+def answers_to(header: str, host: str, port: int) -> bool:
+    """Whether a request whose Host header is ``header`` is for the server on ``host:port``:
+    the same port (80 when it names none), and the address served, or ``localhost`` when that
+    is a loopback address, or, when every address is served, any address or this machine's name."""
+    found = _HOST.fullmatch(header.lower())
+    if found is None or int(found["port"] or 80) != port:
+        return False
+    name = found["name"].removesuffix(".")
+    address = _address(name[1:-1]) if name.startswith("[") else _address(name)
+    if name.startswith("[") and address is None:
+        return False
+    if host in EVERY_ADDRESS:
+        return address is not None or name in (*LOOPBACK_NAMES, socket.gethostname().lower())
+    served = _address(host)
+    if served is None:
+        return name == host.lower().removesuffix(".")
+    return address == served or (served.is_loopback and name in LOOPBACK_NAMES)
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
         return None

@@ -30,6 +30,17 @@ def test_the_printed_url_admits_and_the_bare_address_refuses(reviewed, db_url, t
     assert server.process.returncode == 0
 
 
+def test_a_request_for_another_name_of_this_machine_is_refused(reviewed, db_url, tmp_path):
+    """DNS rebinding: a request to the served port whose Host is another name, with the token, answers 400 and sets no cookie."""
+    from urllib.request import Request
+
+    with serving(db_url, tmp_path / "serve.log") as server:
+        rebound = Request(server.url, headers={"Host": f"rebound.example:{server.port}"})
+        with pytest.raises(HTTPError) as refused:
+            urlopen(rebound, timeout=10)
+        assert (refused.value.code, refused.value.headers.get("set-cookie")) == (400, None)
+
+
 def test_a_port_in_use_is_refused_in_one_line(db_url):
     """Serving on a port another socket listens on exits 2 with one line naming the address."""
     with socket.socket() as taken:

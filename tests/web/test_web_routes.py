@@ -39,7 +39,7 @@ class Web:
 def web(reviewed, db_url, clock):  # noqa: ANN001
     app = App(config=Config(), db_url=db_url, clock=clock, surface="web")
     access = Access.new(clock)
-    yield Web(TestClient(build(app, access), base_url="http://127.0.0.1"), access, app)
+    yield Web(TestClient(build(app, access, ("127.0.0.1", 80)), base_url="http://127.0.0.1"), access, app)
     app.close()
 
 
@@ -233,3 +233,58 @@ def test_an_unknown_proposal_is_not_found(web):
     web.sign_in()
     answer = web.client.get("/proposals/999")
     assert (answer.status_code, _notice(answer.text)) == (404, "no proposal #999")
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:80", "127.0.0.1:8080", "127.0.0.1.evil.example", "[::1]"])
+def test_a_request_naming_another_host_is_refused_with_400(web, host):
+    """DNS rebinding: a page of another name that resolves to this machine sends that name as
+    Host. Such a request answers 400, also with the token (no cookie is set) or the cookie."""
+    web.sign_in()
+    answer = web.client.get("/", headers={"host": host})
+    assert (answer.status_code, _notice(answer.text)) == (400, "this server answers to 127.0.0.1:80 only; open the URL dreamd serve printed")
+    with_token = web.client.get(f"/?token={web.access.token}", headers={"host": host}, follow_redirects=False)
+    assert (with_token.status_code, with_token.headers.get("set-cookie")) == (400, None)
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.1:80", "localhost", "LOCALHOST:80"])
+def test_the_served_address_and_localhost_are_answered(web, host):
+    """The address served, with or without its port, and localhost for a loopback address, are this server."""
+    web.sign_in()
+    assert web.client.get("/", headers={"host": host}).status_code == 200
+
+
+@pytest.mark.parametrize(("served", "header", "answered"), [
+    (("127.0.0.1", 8123), "127.0.0.1:8123", True),
+    (("127.0.0.1", 8123), "localhost:8123", True),
+    (("127.0.0.1", 8123), "127.0.0.1", False),  # port 80 is not the one served
+    (("127.0.0.1", 8123), "evil.example:8123", False),
+    (("::1", 8123), "[::1]:8123", True),
+    (("::1", 8123), "[0:0:0:0:0:0:0:1]:8123", True),
+    (("::1", 8123), "::1:8123", False),
+    (("192.168.1.5", 8123), "192.168.1.5:8123", True),
+    (("192.168.1.5", 8123), "localhost:8123", False),
+    (("0.0.0.0", 8123), "192.168.1.5:8123", True),  # every address: any address, never a name but this machine's
+    (("0.0.0.0", 8123), "evil.example:8123", False),
+    (("box.lan", 8123), "box.lan:8123", True),
+    (("box.lan", 8123), "BOX.LAN.:8123", True),
+    (("127.0.0.1", 8123), "", False),
+    (("127.0.0.1", 8123), "127.0.0.1:8123:1", False),
+    (("127.0.0.1", 8123), "127.0.0.1:x", False),
+])  # fmt: skip
+def test_which_host_headers_a_server_answers(served, header, answered):
+    """The Host header names the address served (or localhost, on loopback) and its port."""
+    from daemon.service.web_access import answers_to
+
+    assert answers_to(header, *served) is answered
+
+
+@pytest.mark.parametrize(("decision", "extra", "status", "said"), [
+    ("accept", {f"f{i}": "x" for i in range(30)}, 400, "this form has more fields than dreamd's forms send; nothing was accepted"),
+    ("reject", {"reason": "x" * (64 * 1024)}, 413, "this form is larger than dreamd's forms send (64 KiB); nothing was rejected"),
+], ids=["too-many-fields", "too-large"])  # fmt: skip
+def test_a_form_no_page_sends_is_refused_unread(web, reviewed, decision, extra, status, said):
+    """A post with more fields than the pages' forms (400, not 500) or a body over 64 KiB (413) decides nothing."""
+    web.sign_in()
+    answer = web.client.post(f"/proposals/{reviewed.build}/{decision}", data=web.forms(reviewed.build)[decision] | extra)
+    assert (answer.status_code, _notice(answer.text)) == (status, said)
+    assert _undecided(web.app, reviewed.build)
