@@ -12,6 +12,8 @@ import click
 
 from daemon.cli.render import emit_json, say
 
+MAX_EVENTS = 1_000_000  # what `log --limit` may ask for: past it, no count the database takes
+
 
 def _stores(app, name: str | None, path: str | None, preset: str | None) -> list:  # noqa: ANN001
     """The store named (by name or path), else every store: configured ones and those the database knows."""
@@ -78,7 +80,7 @@ def _history_text(out: dict[str, Any]) -> None:
 
 @click.command("log")
 @click.argument("store_name", metavar="[STORE]", required=False)
-@click.option("--limit", default=100, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_EVENTS), default=100, show_default=True, help=f"The newest N events (1 to {MAX_EVENTS:,}).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
 @click.pass_obj
 def log_command(settings, store_name: str | None, limit: int, as_json: bool) -> None:  # noqa: ANN001

@@ -6,6 +6,8 @@ import getpass
 import json
 import re
 
+import pytest
+
 from daemon.config import adhoc_store
 from daemon.core.hashing import hash_bytes
 from daemon.service.apply import apply
@@ -101,3 +103,17 @@ def test_a_store_passed_by_path_can_be_named_by_a_relative_path_later(example_st
     by_path = cli("verify", "--store", example_store.name)
     assert (by_name.code, by_name.out) == (0, f"{example_store}: clean\n")
     assert (by_path.code, by_path.out) == (0, f"{example_store}: clean\n")
+
+
+@pytest.mark.parametrize(("limit", "said"), [
+    ("99999999999999999999", "99999999999999999999 is not in the range 1<=x<=1000000"),
+    ("-1", "-1 is not in the range 1<=x<=1000000"),
+    ("0", "0 is not in the range 1<=x<=1000000"),
+    ("ten", "'ten' is not a valid integer range"),
+])  # fmt: skip
+def test_a_log_limit_that_is_no_count_of_events_is_one_usage_line(example_store, cli, limit, said):
+    """``log --limit`` takes 1 to 1,000,000 events: a number past what the database can count
+    (it was error[internal]), a negative one or zero (accepted before) is one line, exit 2."""
+    assert cli("pass", "--store", str(example_store), "--preset", "deepcode").code == 0
+    done = cli("log", "--limit", limit)
+    assert (done.code, done.out, done.err) == (2, "", f"error[usage]: Invalid value for '--limit': {said}. (see 'dreamd log --help')\n")
