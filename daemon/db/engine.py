@@ -42,7 +42,7 @@ from sqlalchemy.engine import URL, Connection, Engine, ExceptionContext, make_ur
 from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
-from daemon.core.errors import StateError
+from daemon.core.errors import ConfigError, StateError
 from daemon.db.quick import HEAD_REVISION
 from daemon.db.translate import state_error_for, translate_db_errors
 
@@ -125,11 +125,19 @@ def _sqlite_folder(url: URL) -> Path | None:
 
 
 def _parse_url(url: str) -> URL:
+    """The URL parsed; StateError when it is none, ConfigError for a SQLite URL naming a host
+    (``sqlite://relative.db``, which SQLAlchemy opens as an empty database in memory)."""
     with translate_db_errors("state database"):
         try:
-            return make_url(url)
+            parsed = make_url(url)
         except ValueError as exc:  # a non-numeric port, for one
             raise ArgumentError(str(exc)) from exc
+    if parsed.get_backend_name() == "sqlite" and (parsed.host or parsed.port or parsed.username):
+        raise ConfigError(
+            f"the state database URL {parsed.render_as_string(hide_password=True)} names a host, and SQLite has none: its file comes after the third slash",
+            hint="sqlite:///relative.db for a file below this folder, sqlite:////abs/path.db for an absolute path",
+        )
+    return parsed
 
 
 MIGRATION_LOCK = 0x647265616D64  # "dreamd": the advisory lock id two migrating processes share

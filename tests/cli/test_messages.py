@@ -220,6 +220,17 @@ def test_a_deeply_nested_policy_is_one_policy_line(tmp_path, example_store, cli)
     _one_line(cli("--config", str(config), "proposals"), 2, f"error[config]: {policy}:1: TOML nests arrays or tables too deeply to read")
 
 
+@pytest.mark.parametrize("url", ["sqlite://relative.db", "sqlite://user@host/state.db", "sqlite://:5432/state.db"])
+@pytest.mark.parametrize("command", [("proposals",), ("log",), ("pass", "--store", "{store}", "--preset", "deepcode")], ids=["proposals", "log", "pass"])
+def test_a_sqlite_url_with_a_host_is_one_config_line(url, command, example_store, tmp_path, cli, monkeypatch):
+    """``sqlite://relative.db`` names a host, not a file (SQLAlchemy would open an empty database
+    in memory and answer "no proposals"): exit 2, one line saying how to write the path, nothing created."""
+    monkeypatch.chdir(tmp_path)
+    args = [part.replace("{store}", str(example_store)) for part in command]
+    _one_line(cli("--db", url, *args), 2, f"error[config]: the state database URL {url} names a host, and SQLite has none: its file comes after the third slash (")
+    assert not list(tmp_path.glob("*.db")) and not (tmp_path / "relative.db").exists()
+
+
 # 4. Ids beyond 64 bits ---------------------------------------------------------------------
 
 
