@@ -103,23 +103,27 @@ def open_roots(notes: Path | str, archive_root: str) -> StoreRoots:
     """Resolve a store's roots once, when it is opened; StoreError if either is unusable.
 
     ``archive_root`` is a folder name inside the notes root or ``../NAME`` beside it
-    (``{notes}`` stands for the notes folder's own name). An archive root beside the notes
-    need not exist yet, but if it does it must be a real folder, not a symlink.
+    (``{notes}`` stands for the notes folder's own name). The archive root need not exist
+    yet, but if it does it must be a real folder, not a symlink (to a folder outside the
+    store's scope) nor a file, wherever it is.
     """
     base = store_root(notes)
     identity = root_identity(base)
     name = archive_name(archive_root, base.name)
-    if not archive_root.startswith("../"):
-        return StoreRoots(base, base / name, name, identity)  # inside: scan reports a symlink, writes refuse it
-    archive = base.parent / name
+    archive = base.parent / name if archive_root.startswith("../") else base / name
     try:
         info = os.lstat(archive)
     except FileNotFoundError:
         return StoreRoots(base, archive, name, identity)
     except OSError as exc:
         raise StoreError(f"archive root {archive}: {exc.strerror}") from exc
-    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
-        raise UnsafePathError(f"archive root {archive} is not a folder (a symlink or a file is in its place)")
+    if stat.S_ISLNK(info.st_mode):
+        raise UnsafePathError(
+            f"archive root {archive} is a symlink (to {os.readlink(archive)}), not a folder: dreamd reads and writes no folder through a symlink",
+            hint="put the folder itself in its place, or remove the link (dreamd makes the archive root when it first retires a note)",
+        )
+    if not stat.S_ISDIR(info.st_mode):
+        raise UnsafePathError(f"archive root {archive} is not a folder (a file is in its place)", hint="move the file away; dreamd makes the archive root when it first retires a note")
     return StoreRoots(base, archive, name, identity)
 
 

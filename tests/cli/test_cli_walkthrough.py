@@ -72,3 +72,21 @@ def test_verify_reports_a_leftover_temp_file_with_exit_8(example_store, cli):
     (example_store / ".architecture.md.dreamd-tmp-j3-0123abcd").write_text("half a note")
     result = cli("verify", *store)
     assert (result.code, result.out) == (8, f".architecture.md.dreamd-tmp-j3-0123abcd: leftover temporary file\n{example_store}: NOT clean\n")
+
+
+def test_an_archive_folder_that_is_a_symlink_is_one_line_for_verify_and_pass(example_store, cli, tmp_path):
+    """The archive folder replaced by a symlink to an outside folder is out of the store's
+    scope: ``verify`` (which said clean) and ``pass`` refuse it in one line, exit 3, as for an
+    archive root beside the notes, and nothing is written in the outside folder."""
+    store = ["--store", str(example_store), "--preset", "deepcode"]
+    assert cli("pass", *store).code == 0
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "elsewhere.md").write_text("Not the store's.\n")
+    (example_store / ".dreamd-archive").symlink_to(outside)
+    said = f"error[unsafe-path]: archive root {example_store / '.dreamd-archive'} is a symlink (to {outside}), not a folder: dreamd reads and writes no folder through a symlink ("
+    for command in ("verify", "pass"):
+        result = cli(command, *store)
+        assert (result.code, result.out) == (3, ""), (command, result)
+        assert result.err.count("\n") == 1 and result.err.startswith(said), result.err
+    assert [p.name for p in outside.iterdir()] == ["elsewhere.md"]

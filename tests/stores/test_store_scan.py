@@ -107,10 +107,17 @@ def test_symlinked_folder_is_not_descended(tmp_path: Path, store: Path) -> None:
 
 
 def test_symlinked_archive_is_not_descended(tmp_path: Path, store: Path) -> None:
-    """An archive folder that is a symlink is reported, not read."""
+    """An archive folder that is a symlink is refused when the store is opened, and one swapped
+    in after that is reported by the scan, not read."""
+    from daemon.core.errors import UnsafePathError
+    from daemon.stores.paths import open_roots
+
     write(tmp_path, "elsewhere/secret.md", SECRET)
+    roots = open_roots(store, FLAT.archive_root)
     (store / ".dreamd-archive").symlink_to(tmp_path / "elsewhere")
-    result = scan_store(store, FLAT)
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        scan_store(store, FLAT)
+    result = scan_store(roots, FLAT)
     assert result.archived == {}
     assert result.skipped == [Skipped(".dreamd-archive", "symlink")]
 
