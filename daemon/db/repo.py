@@ -506,15 +506,12 @@ def lift_change_tombstone(conn: Connection, store_id: int, key: str, now: dt.dat
         conn.execute(_INSERT[t.tombstones], {"store_id": store_id, "key_kind": "change", "key": key, "created_at": now, "proposal_id": proposal_id, "reason": reason, "lifted": True})
 
 
-def drop_value_tombstones(conn: Connection, store_id: int, proposal_id: int, now: dt.datetime | None = None) -> None:
+def lift_value_tombstones(conn: Connection, store_id: int, proposal_id: int, now: dt.datetime) -> None:
     """A revert brings retired notes back, so their values are no longer tombstoned: a lift
-    is appended for each value the proposal's apply tombstoned. Without ``now``, at the
-    proposal's ``updated_at`` (the revert set its state in this transaction)."""
+    is appended for each value the proposal's apply tombstoned."""
     rows = conn.execute(_in_effect(store_id, "value", t.tombstones.c.key, t.tombstones.c.note_path).where(t.tombstones.c.proposal_id == proposal_id)).all()
     if not rows:
         return
-    if now is None:
-        now = conn.scalar(select(t.proposals.c.updated_at).where(t.proposals.c.store_id == store_id, t.proposals.c.id == proposal_id))
     lifts = [{"store_id": store_id, "key_kind": "value", "key": r.key, "created_at": now, "proposal_id": proposal_id, "note_path": r.note_path, "reason": "reverted", "lifted": True} for r in rows]
     conn.execute(_INSERT[t.tombstones], lifts)
 

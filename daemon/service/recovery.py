@@ -285,7 +285,7 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
         for path, value in retired_values(files, blobs, index_path).items():
             repo.add_tombstone(conn, store_id, "value", value, now, proposal_id=proposal_id, note_path=path, reason="retired")
     else:
-        repo.drop_value_tombstones(conn, store_id, proposal_id)
+        repo.lift_value_tombstones(conn, store_id, proposal_id, now)
     payload = {"files": [s.as_dict() for s in steps], "recovered": recovered}
     repo.add_event(conn, store_id, f"proposal.{state}", app.actor, app.surface, now, payload, proposal_id=proposal_id)
     return after, after_root
