@@ -113,8 +113,10 @@ class LLMPlanner:
                 if path not in texts:
                     texts[path], secrets[path] = redact(view.notes[path].data.decode("utf-8", errors="replace"))
 
-        whole = _fits(pool, self.count_tokens, room - GROUP_OVERHEAD * len(groups))
+        line = GROUP_OVERHEAD + self.count_tokens(", ".join(f"n{i}" for i in range(1, len(pool) + 1)))  # the whole store's group line
+        whole = _fits(pool, self.count_tokens, room - line - GROUP_OVERHEAD * len(groups))
         context = paths if whole else set()  # the whole store, in one call
+        room -= line if whole else 0
         read(sorted(set(anchors) | {p for g in groups for p in g.paths} | context))
         packing = pack(anchors, groups, texts, self.count_tokens, room, context)
         plan.whole_store = whole and packing.whole and len(pool) > 1
@@ -187,7 +189,7 @@ class _Run:
     def call(self, batch: Batch, compact: bool = False) -> bool:
         """Make one logical call (and, when its reply is cut off, smaller ones in its place);
         False when a budget stops the run before it."""
-        pb = prompt_batch(batch, self.texts, self.view, self.now, self.p.budget.reply)
+        pb = prompt_batch(batch, self.texts, self.view, self.now, self.p.budget.reply, whole=self.plan.whole_store)
         rendered = self.templates.render(pb)
         estimate = self.p._estimate(rendered.system, rendered.user)
         if not self._affordable(estimate):

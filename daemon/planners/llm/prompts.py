@@ -85,13 +85,21 @@ class Rendered:
     template_hash: str
 
 
-def prompt_batch(batch: Batch, texts: Mapping[str, str], view: StoreView, now: dt.datetime, reply_tokens: int = 0) -> PromptBatch:
-    """Give each note of the call a short id (n1, n2, ... in order) and escape it."""
+WHOLE = "the whole store: any of its notes may belong together"
+
+
+def prompt_batch(batch: Batch, texts: Mapping[str, str], view: StoreView, now: dt.datetime, reply_tokens: int = 0, whole: bool = False) -> PromptBatch:
+    """Give each note of the call a short id (n1, n2, ... in order) and escape it. A call
+    holding the whole store says so in a first group line of every note (``WHOLE``): a small
+    model reads the groups as what to examine, and with only the hint groups it looked no
+    further than them (it proposed nothing for a clear duplicate pair a hint did not name)."""
     ids = {path: f"n{i}" for i, path in enumerate(batch.paths, 1)}
     notes = tuple(
         PromptNote(ids[p], html.escape(p, quote=True), escape_data(texts[p].rstrip("\n")), view.notes[p].pinned) for p in batch.paths
     )
     groups = tuple(PromptGroup(tuple(ids[p] for p in g.paths), g.reasons) for g in batch.hints)
+    if whole:
+        groups = (PromptGroup(tuple(ids[p] for p in batch.paths), (WHOLE,)), *groups)
     return PromptBatch(notes, groups, now.date().isoformat(), {i: p for p, i in ids.items()}, reply_tokens)
 
 

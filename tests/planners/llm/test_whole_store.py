@@ -31,6 +31,22 @@ def test_a_store_that_fits_one_call_is_sent_whole_in_one_call() -> None:
     assert all(f'path="{p}"' in request.user for p in SENDABLE)
 
 
+def test_a_whole_store_call_names_every_note_as_one_group_first() -> None:
+    """The whole store is the first group line: a small model reads the groups as what to examine, and the hints alone kept it from a clear pair they did not name."""
+    fake = FakeModel().enqueue(reply())
+    plan(fake, {"notes/fonts.md"})
+    groups = fake.requests[0].user.split("Groups of related notes to examine:")[1].strip().splitlines()
+    assert groups[0] == "- n1, n2, n3, n4, n5 (the whole store: any of its notes may belong together)"
+
+
+def test_a_call_of_groups_names_no_whole_store() -> None:
+    """A store cut into calls says nothing of the whole store: the model has not seen it."""
+    fake = FakeModel().enqueue(reply())
+    settings = dataclasses.replace(SETTINGS, tokens_per_call=fixed_tokens(SETTINGS) + 150)
+    plan(fake, {"notes/build.md"}, settings)
+    assert "the whole store" not in fake.requests[0].user
+
+
 def test_the_first_ids_are_those_of_the_related_notes() -> None:
     """The changed note and its group come first (n1, n2), the rest after, so a reply names them as a group call would."""
     fake = FakeModel().enqueue(reply())
