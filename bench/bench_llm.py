@@ -46,8 +46,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import daemon.planners.llm.planner as planner_module  # noqa: E402
-import daemon.service.llm_pass as llm_pass  # noqa: E402
-import daemon.service.passes as passes  # noqa: E402
+import daemon.service.passes.llm_pass as llm_pass  # noqa: E402
+import daemon.service.passes.run as passes  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402
 from daemon.db import repo  # noqa: E402
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings  # noqa: E402
@@ -57,7 +57,7 @@ from daemon.planners.llm.candidates import sendable  # noqa: E402
 from daemon.planners.llm.prompts import PromptBatch, PromptNote, escape_data, load_templates  # noqa: E402
 from daemon.service.context import App  # noqa: E402
 from daemon.db.ledger import ledger_rows  # noqa: E402
-from daemon.service.coverage import Ledger  # noqa: E402
+from daemon.service.passes.coverage import Ledger  # noqa: E402
 from daemon.service.workspace import observe  # noqa: E402
 from generate import NOW, generate_store  # noqa: E402
 

@@ -31,7 +31,7 @@ from daemon.config import Config, adhoc_store  # noqa: E402
 from daemon.planners.base import DetectorSettings, PlanContext  # noqa: E402
 from daemon.planners.detectors.near import NearDuplicates  # noqa: E402
 from daemon.service.context import App  # noqa: E402
-from daemon.service.passes import run_pass  # noqa: E402
+from daemon.service.passes.run import run_pass  # noqa: E402
 from daemon.service.workspace import make_view  # noqa: E402
 from daemon.stores.scan import scan_store  # noqa: E402
 from generate import NOW, generate_store  # noqa: E402

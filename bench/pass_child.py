@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import daemon.db.engine as engine_module  # noqa: E402
 import daemon.planners.base as planners  # noqa: E402
-import daemon.service.passes as passes  # noqa: E402
-import daemon.service.proposing as proposing  # noqa: E402
+import daemon.service.passes.run as passes  # noqa: E402
+import daemon.service.passes.proposing as proposing  # noqa: E402
 import daemon.service.workspace as workspace  # noqa: E402
 import daemon.stores.port as port  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402

@@ -42,7 +42,7 @@ had the labeled kind; ``derived`` counts "right notes, botched quote": proposals
 refused) whose model quote was not verbatim, so dreamd derived the evidence lines (at a lower
 confidence), and how many of them the labels call correct;
 precision and recall are null when undefined (nothing proposed or nothing expected).
-Scoring rules: daemon/service/evaluate.py.
+Scoring rules: daemon/evaluation/evaluate.py.
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def eval_command(ctx: click.Context, corpus: str, planner: str, preset: str | No
 
     from daemon.config import load_config
     from daemon.core.errors import ConfigError
-    from daemon.service.evaluate import eval_model, oracle_model, parse_options, run_eval
+    from daemon.evaluation import eval_model, oracle_model, parse_options, run_eval
 
     config = load_config(ctx.obj.config_path)
     given = [name for name, value in (("--model", model), ("--api-base", api_base), ("--api-key-env", api_key_env),

@@ -25,7 +25,7 @@ def export_command(settings, proposal_ids: tuple[int, ...], pending: bool, store
     """Export proposals for review: patch files that `git apply` takes at the store root, a
     branch of commits on HEAD, or an HTML report that works from file://. Nothing in the
     store, the work tree or the index changes."""
-    from daemon.service.export import chosen, export_branch, export_patches
+    from daemon.service.review import chosen, export_branch, export_patches
 
     if sum(target is not None for target in (directory, branch, html_dir)) != 1:
         raise click.UsageError("give one of --dir DIR, --branch NAME or --html DIR")
@@ -36,7 +36,7 @@ def export_command(settings, proposal_ids: tuple[int, ...], pending: bool, store
     app = settings.app(read_only=True)
     views = chosen(app, list(proposal_ids), pending=pending, store_name=store_name)
     if html_dir is not None:
-        from daemon.service.export import export_report
+        from daemon.service.review import export_report
 
         pages = export_report(app, views, Path(html_dir))
         if as_json:

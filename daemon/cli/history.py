@@ -35,7 +35,7 @@ def history_command(settings, store_name, store_path, preset, as_of: str | None,
     """Passes and snapshots of a store, or of every store (bi-temporal: --as-of shows files at a time)."""
     from daemon.core.errors import ConfigError
     from daemon.core.notes import as_utc
-    from daemon.service.history import history
+    from daemon.service.review import history
 
     when = as_utc(as_of) if as_of else None
     if as_of and when is None:
@@ -85,7 +85,7 @@ def _history_text(out: dict[str, Any]) -> None:
 @click.pass_obj
 def log_command(settings, store_name: str | None, limit: int, as_json: bool) -> None:  # noqa: ANN001
     """The event log of one store or of all: who did what, through which surface, when."""
-    from daemon.service.history import event_log
+    from daemon.service.review import event_log
     from daemon.service.workspace import resolve_store
 
     app = settings.app(read_only=True)
@@ -108,7 +108,7 @@ def log_command(settings, store_name: str | None, limit: int, as_json: bool) -> 
 def verify_command(ctx: click.Context, store_name, store_path, preset, as_json: bool) -> None:  # noqa: ANN001
     """Check a store, or every store, is what dreamd last recorded and no write is unfinished (exit 8 if not)."""
     from daemon.core.errors import StateError
-    from daemon.service.history import verify
+    from daemon.service.review import verify
 
     app = ctx.obj.app()
     named = bool(store_name or store_path)

@@ -76,7 +76,7 @@ class KeyAnswers(Answers):
 @click.pass_obj
 def review_command(settings, store_name: str | None, as_json: bool) -> None:  # noqa: ANN001
     """Review pending proposals one by one with one-key answers, like git add -p."""
-    from daemon.service.reviewing import Review
+    from daemon.service.review import Review
 
     def say(text: str = "", nl: bool = True) -> None:
         click.echo(text, nl=nl, err=as_json)
@@ -165,7 +165,7 @@ def _reason(view: Any, answers: Answers, say: Callable[..., None]) -> str | None
 
 def _notes(review: Any, view: Any, say: Callable[..., None], page: bool) -> None:
     """The bytes of every file the proposal touches as it saw them, paged on a terminal."""
-    from daemon.service.reviewing import base_notes
+    from daemon.service.review import base_notes
 
     parts = []
     for path, data in base_notes(review.app, view.id):

@@ -28,7 +28,7 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
     then too). A single store's pass exits 7 when a model call failed: the pass and the
     detectors' proposals are recorded, and the notes of that call are sent again next pass.
     """
-    from daemon.service.noop import pass_named
+    from daemon.service.passes import pass_named
 
     app = settings.app()
     if all_stores:
@@ -72,7 +72,7 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
 def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
     """Cron mode: one line per store that needs review, one error line per failed store."""
     from daemon.core.errors import ConfigError, DreamdError
-    from daemon.service.noop import pass_over
+    from daemon.service.passes import pass_over
 
     if not app.config.stores:
         raise ConfigError("--all needs stores in the config ([[stores]])", hint=f"give --config FILE, or add [[stores]] to {DEFAULT_CONFIG}")

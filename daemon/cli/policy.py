@@ -48,7 +48,7 @@ def check_command(ctx: click.Context, path: str) -> None:
 def explain_command(settings, proposal_id: int, policy_path: str) -> None:
     """Show which rule of a policy would decide a proposal, and why."""
     from daemon.policies.engine import evaluate, explain_misses
-    from daemon.service.deciding import load_facts
+    from daemon.service.passes import load_facts
     from daemon.policies.load import load_policy
 
     policy = load_policy(_policy_file(policy_path))

@@ -44,7 +44,7 @@ PROPOSAL_ID = RowId(lambda number: ProposalError(f"no proposal #{number}", hint=
 @click.pass_obj
 def proposals_command(settings, store_name: str | None, states: tuple[str, ...], as_json: bool) -> None:  # noqa: ANN001
     """List proposals (all states unless --state is given)."""
-    from daemon.service.review import list_proposals
+    from daemon.service.proposals import list_proposals
 
     found = [p.as_json() for p in list_proposals(settings.app(read_only=True), store_name, list(states) or None)]
     if as_json:
@@ -63,7 +63,7 @@ def proposals_command(settings, store_name: str | None, states: tuple[str, ...],
 @click.pass_obj
 def show_command(settings, proposal_ids: tuple[int, ...], stat: bool, as_json: bool) -> None:  # noqa: ANN001
     """Show proposals with their rationale, evidence and diff (paged on a terminal, like git)."""
-    from daemon.service.review import get_proposal
+    from daemon.service.proposals import get_proposal
 
     app = settings.app(read_only=True)
     proposals = [get_proposal(app, pid).as_json() for pid in dict.fromkeys(proposal_ids)]
@@ -108,7 +108,7 @@ def _selection_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 def _chosen(app: Any, proposal_ids: tuple[int, ...], filters: dict[str, Any]) -> list[int]:
     """The ids given, else the pending proposals the filters select; one or the other."""
-    from daemon.service.review import Selection, select_pending
+    from daemon.service.proposals import Selection, select_pending
 
     given = {k: v for k, v in filters.items() if v is not None}
     if proposal_ids and given:
@@ -133,7 +133,7 @@ def _decided(app: Any, ids: list[int], state: str, as_json: bool) -> None:
         for pid in ids:
             click.echo(f"#{pid} {state}")
         return
-    from daemon.service.review import get_proposal
+    from daemon.service.proposals import get_proposal
 
     emit_json([{"id": v.id, "store": v.store, "state": v.state} for v in (get_proposal(app, pid) for pid in ids)])
 
@@ -146,7 +146,7 @@ def _decided(app: Any, ids: list[int], state: str, as_json: bool) -> None:
 def accept_command(settings, proposal_ids: tuple[int, ...], as_json: bool, **filters: Any) -> None:  # noqa: ANN001
     """Accept proposals (bound to their hashes), by id or by filter; all of them or none.
     `dreamd apply` writes them."""
-    from daemon.service.review import decide_all
+    from daemon.service.proposals import decide_all
 
     app = settings.app()
     _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "accept"), "accepted", as_json)
@@ -161,7 +161,7 @@ def accept_command(settings, proposal_ids: tuple[int, ...], as_json: bool, **fil
 def reject_command(settings, proposal_ids: tuple[int, ...], reason: str, as_json: bool, **filters: Any) -> None:  # noqa: ANN001
     """Reject proposals, by id or by filter, all of them or none; the same change will not be
     proposed again (`dreamd unreject ID` takes a rejection back)."""
-    from daemon.service.review import decide_all
+    from daemon.service.proposals import decide_all
 
     app = settings.app()
     _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "reject", reason), "rejected", as_json)
@@ -174,7 +174,7 @@ def reject_command(settings, proposal_ids: tuple[int, ...], reason: str, as_json
 @click.pass_obj
 def unreject_command(settings, proposal_id: int, reason: str | None, as_json: bool) -> None:  # noqa: ANN001
     """Take a rejection back: the proposal is pending again and its change may be proposed again."""
-    from daemon.service.review import unreject
+    from daemon.service.proposals import unreject
 
     view = unreject(settings.app(), proposal_id, reason)
     if as_json:

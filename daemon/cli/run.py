@@ -60,7 +60,7 @@ def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
 
 
 def _status_text(row: dict) -> str:
-    from daemon.service.pass_report import coverage_left
+    from daemon.service.passes import coverage_left
 
     last = row["last_pass"]
     if last is None:

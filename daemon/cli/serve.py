@@ -22,7 +22,7 @@ def serve_command(settings, host: str, port: int) -> None:  # noqa: ANN001
     from daemon.core.errors import ConfigError
 
     try:
-        from daemon.service.web import serve
+        from daemon.service.review import serve
     except ImportError as exc:
         missing = (exc.name or "").split(".")[0]
         if missing not in WEB_MODULES:

@@ -28,7 +28,7 @@ import click
 def worker_command(settings, serve: bool, max_passes: int, max_mb: int, check_database: bool, close_dead: str | None) -> None:  # noqa: ANN001
     """Internal: passes for ``dreamd run``."""
     from daemon.logs import configure
-    from daemon.service.interrupt import install
+    from daemon.service.apply import install
 
     configure(settings.debug, info=True)
     install()  # SIGTERM from the daemon: stop at the next safe point
@@ -37,7 +37,7 @@ def worker_command(settings, serve: bool, max_passes: int, max_mb: int, check_da
         return
     app = settings._app = _app(settings, sys.stdin.read())
     if close_dead:
-        from daemon.service.orphans import close_dead_passes
+        from daemon.service.passes import close_dead_passes
 
         close_dead_passes(app, why=close_dead)
     elif check_database:
@@ -82,7 +82,7 @@ def _app(settings, config_text: str) -> Any:  # noqa: ANN001
 def _one_pass(app: Any, store_name: str) -> tuple[dict[str, Any], Exception | None]:
     """A pass's result line, and the StoppedError when the worker was told to stop during it."""
     from daemon.core.errors import DreamdError, StoppedError
-    from daemon.service.noop import pass_over
+    from daemon.service.passes import pass_over
 
     try:
         report = pass_over(app, app.config.store(store_name))

@@ -76,7 +76,7 @@ def revert_command(settings, proposal_id: int | None, pass_id: int | None, as_js
 @click.pass_obj
 def resolve_command(settings, journal_id: int, as_json: bool) -> None:  # noqa: ANN001
     """Close a conflicted journal (see verify): undo dreamd's writes, keep a person's edits."""
-    from daemon.service.resolve import resolve
+    from daemon.service.apply import resolve
 
     done = resolve(settings.app(), journal_id)
     if as_json:

@@ -2,7 +2,7 @@
 
 Importing SQLAlchemy costs more than the rest of a pass that finds nothing to do (about
 0.2 s of a process; cron, a timer and every daemon worker start one), so the no-op lane
-(``service/noop.py``) asks here first. Only a SQLite file at this code's schema, already in
+(``service/passes/noop.py``) asks here first. Only a SQLite file at this code's schema, already in
 WAL mode, is answered; anything else (a server database, a URL with options, a missing
 file, another schema) is None and the pass goes the whole way, through ``db/engine.py``.
 

@@ -5,7 +5,7 @@ Finding citations is pure text work: a path with a folder and an extension
 (``src/net/retry.py``), or any file name with a line (``retry.py:88``, ``retry.py:88-95``),
 in backticks, a markdown link or plain text. URLs, absolute paths, paths that climb out
 (``..``) and names of the store's own notes are not citations. What the workspace holds is
-gathered by the service (daemon.service.citations) as ``CitedFile`` facts, so detectors stay
+gathered by the service (daemon.service.passes.citations) as ``CitedFile`` facts, so detectors stay
 pure functions of what they are given.
 """
 

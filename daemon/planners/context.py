@@ -31,7 +31,7 @@ class PlanContext:
     # as suppressed), but later detectors must not plan as if they will happen
     rejected_changes: frozenset[str] = frozenset()
     # what the store's workspace git says of the files its notes cite (gathered by the
-    # service, see daemon.service.citations); empty when the store names no workspace
+    # service, see daemon.service.passes.citations); empty when the store names no workspace
     citations: Mapping[str, CitedFile] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

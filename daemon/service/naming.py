@@ -3,7 +3,7 @@
 The rules are ``resolve``'s alone; where stores registered by earlier commands are looked up
 is the caller's (``Registered``): through the database layer for every command
 (service/workspace.py), through the standard library's sqlite3 for the no-op lane
-(service/noop.py), so both find the same store.
+(service/passes/noop.py), so both find the same store.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.daemon_state import read_state
-from daemon.service.notify import waiting_proposals
+from daemon.service.passes import waiting_proposals
 
 
 def status(app: App) -> dict[str, Any]:

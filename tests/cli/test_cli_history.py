@@ -10,9 +10,9 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.core.hashing import hash_bytes
-from daemon.service.apply import apply
-from daemon.service.passes import run_pass
-from daemon.service.review import decide
+from daemon.service.apply.applying import apply
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide
 
 HUMAN = f"human:{getpass.getuser()}"
 

@@ -9,7 +9,7 @@ import re
 from daemon.config import load_config
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.service.passes import run_pass
+from daemon.service.passes.run import run_pass
 
 
 def _config(tmp_path, stores):

@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Protocol
 
 from daemon.config import Config, StoreConfig, parse_config
-from daemon.service.apply import apply, revert
+from daemon.service.apply.applying import apply, revert
 from daemon.service.context import App
-from daemon.service.passes import run_pass
-from daemon.service.review import ProposalView, decide, list_proposals
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import ProposalView, decide, list_proposals
 
 from .oracles import Cline, IndexEntry, Loaded, Oracle, Ref, outside_roots, pinned, store_bytes
 

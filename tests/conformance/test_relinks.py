@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from daemon.planners.detectors.dangling import MAX_FILES
-from daemon.service.apply import apply
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, decide_all, list_proposals
+from daemon.service.apply.applying import apply
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, decide_all, list_proposals
 
 from . import oracles
 from .harness import Session, assert_right, config_of

@@ -73,7 +73,7 @@ def test_the_docstring_names_every_setting():
 
 STARTS = {("subprocess", name) for name in ("run", "Popen", "call", "check_call", "check_output", "getoutput", "getstatusoutput")}
 STARTS |= {("os", name) for name in ("system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execlp", "spawnv", "spawnvp", "posix_spawn", "posix_spawnp")}
-OTHER_PROGRAMS = {"scheduler/worker.py": "dreamd's own worker", "service/notify.py": "the user's configured notify command"}
+OTHER_PROGRAMS = {"scheduler/worker.py": "dreamd's own worker", "service/passes/notify.py": "the user's configured notify command"}
 
 
 def test_only_the_fence_starts_git():

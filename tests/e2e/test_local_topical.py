@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from daemon.config import parse_config
 from daemon.db import schema as t
-from daemon.service.passes import run_pass
+from daemon.service.passes.run import run_pass
 
 pytestmark = pytest.mark.slow
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.service.evaluate import SUFFIX, load_labels, run_eval
+from daemon.evaluation.evaluate import SUFFIX, load_labels, run_eval
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
 
@@ -46,7 +46,7 @@ def test_a_store_several_times_a_call_still_shows_related_notes_together(tmp_pat
     import shutil
 
     from daemon.config import Config
-    from daemon.service.evaluate import oracle_model
+    from daemon.evaluation.evaluate import oracle_model
 
     corpus = tmp_path / "corpus"
     shutil.copytree(EXAMPLES / "generic-audit", corpus / "generic-audit")

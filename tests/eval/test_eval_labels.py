@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from daemon.core.errors import ConfigError
-from daemon.service.evaluate import load_labels
+from daemon.evaluation.evaluate import load_labels
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
 GOOD = 'preset = "generic"\nkeep = ["a.md"]\n[[merge]]\nnotes = ["b.md", "c.md"]\n[[retire]]\nnote = "d.md"\nkind = "soft-expire"\n'

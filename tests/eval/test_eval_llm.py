@@ -12,7 +12,7 @@ import pytest
 from daemon.config import Config
 from daemon.core.errors import ConfigError, ModelTransientError
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
-from daemon.service.evaluate import eval_model, parse_options, run_eval
+from daemon.evaluation.evaluate import eval_model, parse_options, run_eval
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
 RECORDING = EXAMPLES / "replies" / "local-qwen.json"

@@ -12,8 +12,8 @@ from daemon.config import Config
 from daemon.core.errors import ConfigError
 from daemon.llm.base import ModelRequest, ModelSettings
 from daemon.planners.llm.lossless import uncovered
-from daemon.service.evaluate import load_labels, oracle_model, run_eval
-from daemon.service.oracle import CUT, OracleModel
+from daemon.evaluation.evaluate import load_labels, oracle_model, run_eval
+from daemon.evaluation.oracle import CUT, OracleModel
 
 SETTINGS = ModelSettings(model="oracle")
 STYLE = "# Code style\n\n- Format with ruff, line length 100.\n- Type hints on every public function.\n"

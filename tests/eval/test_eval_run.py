@@ -11,8 +11,8 @@ import pytest
 
 from daemon.core.errors import ConfigError
 from daemon.core.proposals import Draft
-from daemon.service.evaluate import find_stores, run_eval
-from daemon.service.proposing import Planned
+from daemon.evaluation.evaluate import find_stores, run_eval
+from daemon.service.passes.proposing import Planned
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "eval"
 NOW = dt.datetime(2026, 6, 1, tzinfo=dt.timezone.utc)

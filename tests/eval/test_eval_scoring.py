@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.service.evaluate import Counts, Labels, Predicted, Score, score
+from daemon.evaluation.evaluate import Counts, Labels, Predicted, Score, score
 
 
 def labels(**over) -> Labels:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from daemon.core.errors import ConfigError
-from daemon.service.evaluate import Predicted, coverage, load_labels, run_eval, score
-from daemon.service.git_fixture import build_repo
+from daemon.evaluation.evaluate import Predicted, coverage, load_labels, run_eval, score
+from daemon.evaluation.git_fixture import build_repo
 
 BASE = 'preset = "generic"\n'
 RETIRE = '[[retire]]\nnote = "old.md"\nkind = "supersede"\nby = "new.md"\n'

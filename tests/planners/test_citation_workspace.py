@@ -17,7 +17,7 @@ import pytest
 
 from daemon.config import load_config
 from daemon.core.errors import ConfigError
-from daemon.service.passes import run_pass
+from daemon.service.passes.run import run_pass
 
 NOTE = "---\nupdated_at: 2026-03-02\n---\nThe retry loop is in `src/net/retry.py:88`.\nOld helpers were in src/legacy/helpers.py.\n"
 STABLE = "---\nupdated_at: 2026-03-02\n---\nPorts are set in src/ports.py.\n"

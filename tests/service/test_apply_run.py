@@ -7,11 +7,11 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.db import repo
-from daemon.service import apply as applying
-from daemon.service.apply import apply
-from daemon.service.history import verify
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply import applying
+from daemon.service.apply.applying import apply
+from daemon.service.review.audit import verify
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 from daemon.stores import port
 
 FACT = "The staging database is reset every Monday at 06:00 UTC, so fixtures must be reloaded before the weekly demo."

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 
 from daemon.config import adhoc_store, parse_config
-from daemon.service.passes import run_pass
-from daemon.service.review import list_proposals
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import list_proposals
 
 BAD = {
     "binary.md": b"# looks like a note\n\x00\x01\x02 but holds NUL bytes\n",

@@ -7,8 +7,8 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ProposalError
 from daemon.db import repo
-from daemon.service.passes import run_pass
-from daemon.service.review import Selection, decide, decide_all, get_proposal, select_pending, unreject
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import Selection, decide, decide_all, get_proposal, select_pending, unreject
 
 
 def _pending(app, root):
@@ -63,8 +63,8 @@ def test_a_rejection_taken_back_lifts_its_tombstone_and_is_pending_again(example
 
 
 def test_reverting_a_pass_reverts_its_applied_proposals_newest_first(example_store, make_app, read_tree):
-    from daemon.service.apply import apply, revert_pass
-    from daemon.service.history import event_log
+    from daemon.service.apply.applying import apply, revert_pass
+    from daemon.service.review.audit import event_log
 
     app = make_app()
     before = read_tree(example_store)

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from daemon.config import adhoc_store
 from daemon.db import repo
-from daemon.service.apply import apply
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 
 def _accepted(app, root):

@@ -12,7 +12,7 @@ from daemon.config import parse_config
 from daemon.db import schema as t
 from daemon.llm.fakes import FakeModel
 from daemon.llm.limits import ModelLimits
-from daemon.service.passes import run_pass
+from daemon.service.passes.run import run_pass
 
 
 _SYLLABLES = [a + b for a in "bdfgklmnprstvz" for b in "aeiou"]
@@ -183,7 +183,7 @@ def test_status_and_history_show_what_the_model_is_still_to_be_shown(make_store,
     """After a pass its budget stopped: status says how many notes are shown and left, history the same per pass."""
     from daemon.cli.history import _history_text
     from daemon.cli.run import _status_text
-    from daemon.service.history import history
+    from daemon.service.review.audit import history
     from daemon.service.status import status
 
     files = many_notes(40)

@@ -20,11 +20,11 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.db import repo
-from daemon.service.journal import proposal_bytes
-from daemon.service.apply import apply
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.recorded import proposal_bytes
+from daemon.service.apply.applying import apply
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 CHILD = textwrap.dedent(
     """

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from daemon.config import adhoc_store
-from daemon.service.apply import apply
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 from .test_crash_recovery import CHILD, _run_child
 

@@ -15,9 +15,9 @@ import pytest
 from daemon.config import parse_config
 from daemon.core.hashing import hash_bytes
 from daemon.db import repo
-from daemon.service.journal import proposal_bytes
-from daemon.service.passes import run_pass
-from daemon.service.review import list_proposals
+from daemon.service.recorded import proposal_bytes
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import list_proposals
 
 CANARY = (
     "Deploys go through the staging cluster first and need a green canary for thirty minutes{nl}"

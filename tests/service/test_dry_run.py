@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from daemon.config import adhoc_store
-from daemon.service.passes import run_pass
-from daemon.service.review import decide
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide
 
 
 def test_dry_run_without_database_creates_none_and_leaves_store(example_store, db_path, make_app, snapshot_tree):

@@ -13,10 +13,10 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.db import repo
-from daemon.service.apply import apply
-from daemon.service.history import verify
-from daemon.service.passes import run_pass
-from daemon.service.review import decide
+from daemon.service.apply.applying import apply
+from daemon.service.review.audit import verify
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide
 
 FIRST = "Deploys to staging run from the release branch every weekday at 15:00 UTC.\n"
 SECOND = "The build cache lives in the shared bucket and is cleared on Sundays at midnight.\n"

@@ -10,10 +10,10 @@ from sqlalchemy.exc import IntegrityError
 
 from daemon.config import adhoc_store
 from daemon.db import schema as t
-from daemon.service.apply import apply, revert
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide
+from daemon.service.apply.applying import apply, revert
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide
 
 HUMAN = f"human:{getpass.getuser()}"
 

@@ -12,11 +12,11 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.core.errors import ConfigError
-from daemon.service.apply import apply, revert_pass
-from daemon.service.export import chosen, export_branch, export_patches, patch_name, patch_text
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal, list_proposals
+from daemon.service.apply.applying import apply, revert_pass
+from daemon.service.review.export import chosen, export_branch, export_patches, patch_name, patch_text
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal, list_proposals
 from daemon.service.workspace import roots_of
 
 

@@ -29,11 +29,11 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ApplyError
 from daemon.db import repo
-from daemon.service.apply import apply, revert
-from daemon.service.history import event_log, verify
-from daemon.service.passes import run_pass
-from daemon.service.journal import proposal_bytes
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply, revert
+from daemon.service.review.audit import event_log, verify
+from daemon.service.passes.run import run_pass
+from daemon.service.recorded import proposal_bytes
+from daemon.service.proposals import decide, get_proposal
 from daemon.stores.files import write_atomic
 
 from .faults import failing, recording

@@ -10,10 +10,10 @@ from __future__ import annotations
 from daemon.config import adhoc_store
 from daemon.core.index import IndexSpec, entries
 from daemon.core.notes import Note
-from daemon.service.apply import apply, revert
-from daemon.service.history import verify
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply, revert
+from daemon.service.review.audit import verify
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 
 def _accept_all(app, store):

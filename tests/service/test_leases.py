@@ -8,12 +8,12 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.db import repo
-from daemon.service.apply import apply
+from daemon.service.apply.applying import apply
 from daemon.service.holders import holder_is_dead, this_holder
 from daemon.service.leases import StoreBusyError
-from daemon.service.passes import run_pass
-from daemon.service.recovery import recover
-from daemon.service.review import decide
+from daemon.service.passes.run import run_pass
+from daemon.service.apply.recovery import recover
+from daemon.service.proposals import decide
 
 
 def _accepted_merge(app, root):

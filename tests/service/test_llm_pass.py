@@ -10,9 +10,9 @@ from daemon.config import parse_config
 from daemon.core.errors import ModelTransientError
 from daemon.db import schema as t
 from daemon.llm.fakes import FakeModel
-from daemon.service.passes import run_pass
-from daemon.service.history import history
-from daemon.service.review import get_proposal
+from daemon.service.passes.run import run_pass
+from daemon.service.review.audit import history
+from daemon.service.proposals import get_proposal
 
 BUILD = "# Build checks\nRun make test before pushing because CI only checks lint.\nIntegration tests need postgres on port 5433.\n"
 BUILD_AGAIN = "# Build how-to\nCI only checks lint, so run make test before pushing.\nThe integration tests need postgres listening on port 5433.\n"

@@ -5,9 +5,9 @@ from __future__ import annotations
 from structlog.testing import capture_logs
 
 from daemon.config import adhoc_store
-from daemon.service.apply import apply
-from daemon.service.passes import run_pass
-from daemon.service.review import decide
+from daemon.service.apply.applying import apply
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide
 
 SECRET = "sk-live-4f9a0c1e7b"
 

@@ -12,9 +12,9 @@ import pytest
 from daemon.config import Config, Notify, StoreConfig, adhoc_store, parse_config
 from daemon.policies.load import PolicyError
 from daemon.db import quick
-from daemon.service import noop
+from daemon.service.passes import noop
 from daemon.service.context import App
-from daemon.service.passes import run_pass
+from daemon.service.passes.run import run_pass
 
 REPO = Path(__file__).resolve().parents[2]
 STORE = {

@@ -16,8 +16,8 @@ from structlog.testing import capture_logs
 
 from daemon.config import Config, Notify, adhoc_store, parse_config
 from daemon.core.errors import ConfigError
-from daemon.service.passes import run_pass
-from daemon.service.review import decide
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide
 
 RECORDER = textwrap.dedent(
     """

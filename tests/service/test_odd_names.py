@@ -10,9 +10,9 @@ import subprocess
 import pytest
 
 from daemon.config import adhoc_store
-from daemon.service.apply import apply, revert
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply, revert
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 BODY = "---\nname: {}\n---\nThe deploy script runs on port 8080 every night at two.\n"
 ODD = ['say "hi".md', "tab\there.md", "new\nline.md"]

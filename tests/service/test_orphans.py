@@ -12,8 +12,8 @@ import time
 from daemon.config import adhoc_store
 from daemon.db import repo
 from daemon.service.leases import holding_store
-from daemon.service.orphans import close_dead_passes
-from daemon.service.passes import run_pass
+from daemon.service.passes.orphans import close_dead_passes
+from daemon.service.passes.run import run_pass
 
 
 def _dead_runner() -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from daemon.config import adhoc_store
-from daemon.service.passes import run_pass
+from daemon.service.passes.run import run_pass
 
 
 def test_pass_leaves_every_store_byte_mtime_and_listing(example_store, make_app, snapshot_tree):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from daemon.config import parse_config
 from daemon.core.proposals import SUPERSEDE, Draft
-from daemon.service.apply import apply, revert
-from daemon.service.passes import run_pass
-from daemon.service.proposing import make_proposal
-from daemon.service.review import decide, get_proposal, list_proposals
+from daemon.service.apply.applying import apply, revert
+from daemon.service.passes.run import run_pass
+from daemon.service.passes.proposing import make_proposal
+from daemon.service.proposals import decide, get_proposal, list_proposals
 from daemon.service.workspace import observe
 
 GUIDE = (

@@ -9,9 +9,9 @@ import pytest
 from daemon.config import parse_config
 from daemon.core.errors import ConfigError
 from daemon.llm.fakes import FakeModel
-from daemon.service.history import verify
-from daemon.service.passes import run_pass
-from daemon.service.review import get_proposal
+from daemon.service.review.audit import verify
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import get_proposal
 
 
 def _config(root, **store):
@@ -77,7 +77,7 @@ def test_the_same_model_merge_without_the_loss_is_accepted_by_the_trusting_polic
     """The control for the test above: only the lost fact kept it pending. The acceptance is
     recorded, decision and event, with the policy as actor; the proposal's own event names
     the model."""
-    from daemon.service.history import event_log
+    from daemon.service.review.audit import event_log
 
     app, store, stored = _model_merge_under_trusting(make_store, make_app, BUILD)
     assert (stored.lossy, stored.state) == (False, "accepted")
@@ -150,7 +150,7 @@ def test_max_retire_counts_notes_retired_in_place_as_well_as_archived(make_store
 def test_once_the_budget_is_spent_the_rest_hold_without_reading_their_facts(make_store, make_app, tmp_path, monkeypatch):
     """A spent budget holds every further proposal whatever its facts, so they are not read:
     a pass over a store with hundreds of held proposals stays cheap."""
-    from daemon.service import deciding
+    from daemon.service.passes import deciding
 
     files = {}
     for i in range(3):

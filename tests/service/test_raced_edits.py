@@ -12,12 +12,13 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ApplyError
 from daemon.db import repo
-from daemon.service import journal
-from daemon.service.apply import apply
-from daemon.service.history import verify
-from daemon.service.passes import run_pass
-from daemon.service.resolve import resolve
-from daemon.service.review import decide, get_proposal
+from daemon.service import recorded
+from daemon.service.apply import journal
+from daemon.service.apply.applying import apply
+from daemon.service.review.audit import verify
+from daemon.service.passes.run import run_pass
+from daemon.service.apply.resolving import resolve
+from daemon.service.proposals import decide, get_proposal
 from daemon.stores import files
 from daemon.stores.files import temp_tag, write_atomic
 
@@ -316,7 +317,7 @@ def test_resolve_keeps_the_archive_copy_when_the_removed_note_was_re_created(exa
     archived = next(p for p in view.base if view.base[p] is None and view.result[p])
     with app.engine().begin() as conn:
         store_id = repo.find_store(conn, store.name).id
-        proposal_files, blobs = journal.proposal_bytes(conn, store_id, pid)
+        proposal_files, blobs = recorded.proposal_bytes(conn, store_id, pid)
         steps = [{"path": p, "before": b, "after": r} for p, (b, r) in sorted(proposal_files.items()) if b != r]
         repo.put_blobs(conn, {r: blobs[r] for _, r in proposal_files.values() if r})
         journal_id = repo.open_journal(conn, store_id, pid, "apply", steps, app.clock())
@@ -341,7 +342,7 @@ def _conflicted_journal(app, store, pid):
     crash during recovery); its steps' bytes stored as blobs. The journal and the blobs."""
     with app.engine().begin() as conn:
         store_id = repo.find_store(conn, store.name).id
-        proposal_files, blobs = journal.proposal_bytes(conn, store_id, pid)
+        proposal_files, blobs = recorded.proposal_bytes(conn, store_id, pid)
         steps = [{"path": p, "before": b, "after": r} for p, (b, r) in sorted(proposal_files.items()) if b != r]
         repo.put_blobs(conn, {r: blobs[r] for _, r in proposal_files.values() if r})
         journal_id = repo.open_journal(conn, store_id, pid, "apply", steps, app.clock())
@@ -397,7 +398,7 @@ def test_verify_removes_a_temp_file_a_finished_journal_left(example_store, make_
     one behind: verify removes it under the lease (its bytes kept) and is clean, not unclean forever.
     A temp file of a journal that is still in conflict is left for resolve, and one that is
     not tagged with a journal is someone else's file and never touched."""
-    from daemon.service.apply import apply
+    from daemon.service.apply.applying import apply
 
     app = make_app()
     store, pid, rewritten = _accepted_merge(app, example_store)

@@ -9,12 +9,13 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ProposalError
 from daemon.db import repo
-from daemon.service import journal
-from daemon.service.history import verify
-from daemon.service.passes import run_pass
-from daemon.service.recovery import recover
-from daemon.service.resolve import resolve
-from daemon.service.review import decide, get_proposal, list_proposals
+from daemon.service import recorded
+from daemon.service.apply import journal
+from daemon.service.review.audit import verify
+from daemon.service.passes.run import run_pass
+from daemon.service.apply.recovery import recover
+from daemon.service.apply.resolving import resolve
+from daemon.service.proposals import decide, get_proposal, list_proposals
 from daemon.stores.files import write_atomic
 
 
@@ -26,7 +27,7 @@ def _torn_apply(app, root):
     decide(app, merge.id, "accept")
     with app.engine().begin() as conn:
         store_id = repo.find_store(conn, store.name).id
-        files, blobs = journal.proposal_bytes(conn, store_id, merge.id)
+        files, blobs = recorded.proposal_bytes(conn, store_id, merge.id)
         changed = {p: (b, r) for p, (b, r) in files.items() if b != r}
         steps = [{"path": p, "before": b, "after": r} for p, (b, r) in sorted(changed.items())]
         repo.put_blobs(conn, {r: blobs[r] for _, r in changed.values() if r})
@@ -64,7 +65,7 @@ def test_recovery_leaves_a_conflict_and_resolve_undoes_only_what_dreamd_wrote(ex
 def test_a_journal_in_conflict_holds_its_store_until_resolved(example_store, make_app):
     """While a journal is in conflict no apply or revert of its store runs, naming the journal and resolve; once resolved, they run again."""
     from daemon.core.errors import UnresolvedError
-    from daemon.service.apply import apply, revert
+    from daemon.service.apply.applying import apply, revert
 
     app = make_app()
     store, proposal_id, journal_id, _, _ = _torn_apply(app, example_store)
@@ -130,7 +131,7 @@ def _failing_write(monkeypatch, nth):
 def test_a_write_that_fails_mid_journal_is_rolled_back_at_once(nth, example_store, make_app, clock, monkeypatch, read_tree):
     """An apply whose write fails at any point says so in one line and rolls back what it wrote at once: the store is as it was, the journal rolled back, the proposal still accepted; passes, verify and the apply itself work again."""
     from daemon.core.errors import ApplyError
-    from daemon.service.apply import apply
+    from daemon.service.apply.applying import apply
 
     app = make_app()
     store = adhoc_store(example_store, "deepcode")

@@ -6,9 +6,9 @@ import pytest
 
 from daemon.config import adhoc_store, parse_config
 from daemon.core.errors import ConflictError
-from daemon.service.apply import apply, revert
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply, revert
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 
 def _accept_apply(app, pid, clock):

@@ -14,10 +14,10 @@ from daemon.core.proposals import Change
 from daemon.core.validate import unsafe_path_reason
 from daemon.db import repo
 from daemon.diffs.git import unified_diff
-from daemon.service.apply import apply
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal, list_proposals
+from daemon.service.apply.applying import apply
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal, list_proposals
 
 SECRET = "SECRET-7f3a91-do-not-leak"
 

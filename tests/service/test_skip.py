@@ -6,8 +6,8 @@ from sqlalchemy import func, select
 
 from daemon.config import adhoc_store
 from daemon.db import schema as t
-from daemon.service.history import history
-from daemon.service.passes import run_pass
+from daemon.service.review.audit import history
+from daemon.service.passes.run import run_pass
 
 STORE = {
     "MEMORY.md": "# M\n\n- [Status](status.md) — this week\n- [Ports](ports.md) — ports\n",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 
 from daemon.config import adhoc_store
-from daemon.service.apply import apply
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 
 def _accepted_merge(app, example_store):
@@ -98,8 +98,8 @@ def test_an_edit_landing_after_the_check_but_before_the_write_is_never_overwritt
 
     from daemon.core.errors import ConflictError
     from daemon.db import repo
-    from daemon.service.history import verify
-    from daemon.service.resolve import resolve
+    from daemon.service.review.audit import verify
+    from daemon.service.apply.resolving import resolve
 
     app = make_app()
     pid = _accepted_merge(app, example_store)

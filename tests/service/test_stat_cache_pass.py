@@ -10,9 +10,9 @@ from daemon.config import adhoc_store
 from daemon.core.errors import ConflictError
 from daemon.core.hashing import hash_bytes
 from daemon.db import repo
-from daemon.service.apply import apply, revert
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply, revert
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 
 RETIRED = "build-commands-copy.md"
 LATER_NS = 60 * 10**9

@@ -9,10 +9,10 @@ from daemon.config import adhoc_store
 from daemon.core.hashing import hash_bytes
 from daemon.db import repo
 from daemon.db import schema as t
-from daemon.service.apply import apply, revert
-from daemon.service.history import verify
-from daemon.service.passes import run_pass
-from daemon.service.review import decide
+from daemon.service.apply.applying import apply, revert
+from daemon.service.review.audit import verify
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide
 
 FACT = "The staging database is reset every Monday at 06:00 UTC, so fixtures must be reloaded before the weekly demo."
 

@@ -6,9 +6,9 @@ import shutil
 
 from daemon.config import adhoc_store
 from daemon.db import repo
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, list_proposals
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, list_proposals
 
 
 def test_a_rejection_in_one_store_does_not_suppress_the_same_change_in_another(example_store, tmp_path, make_app):

@@ -11,8 +11,8 @@ from sqlalchemy import event, select
 from daemon.config import adhoc_store
 from daemon.db import repo
 from daemon.db import schema as t
-from daemon.service.passes import run_pass
-from daemon.service.storing import store_planned
+from daemon.service.passes.run import run_pass
+from daemon.service.passes.storing import store_planned
 
 
 def _first_pass(app, root):

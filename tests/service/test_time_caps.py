@@ -15,10 +15,10 @@ from daemon.core.errors import ConfigError
 from daemon.core.notes import Note
 from daemon.core.view import StoreView
 from daemon.db import repo
-from daemon.service import proposing
-from daemon.service.passes import run_pass
-from daemon.service.review import list_proposals
-from daemon.service.timecaps import Caps, read_notes
+from daemon.service.passes import proposing
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import list_proposals
+from daemon.service.passes.timecaps import Caps, read_notes
 
 # Reading this note (frontmatter, body, normalised text, title, description) takes tens of
 # milliseconds: far over a cap of 2 ms, while a small note reads in tens of microseconds.

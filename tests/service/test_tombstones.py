@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from daemon.config import adhoc_store
-from daemon.service.apply import apply
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal, list_proposals
+from daemon.service.apply.applying import apply
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal, list_proposals
 
 SUPERSEDE_RETIRES = ("release-plan-v1.md",)
 
@@ -102,7 +102,7 @@ def test_exact_merge_survivor_is_not_flagged_as_a_tombstoned_value(example_store
 def test_reverting_a_merge_lifts_its_value_tombstone(example_store, make_app, clock):
     """After the near-duplicate merge is reverted, the same text in a new note is no longer flagged
     as a retired value; the revert appended a lift of the value, the apply's row stays."""
-    from daemon.service.apply import revert
+    from daemon.service.apply.applying import revert
 
     store = adhoc_store(example_store, "deepcode")
     app = make_app()
@@ -181,7 +181,7 @@ def test_a_rejected_merge_does_not_come_back_reversed_when_file_times_flip(make_
 def test_a_rejection_taken_back_and_given_again_keeps_every_tombstone_row(example_store, make_app, clock):
     """Rejecting, unrejecting and rejecting again appends a tombstone, a lift and a tombstone (none
     is deleted), and the change is suppressed again after the second rejection."""
-    from daemon.service.review import unreject
+    from daemon.service.proposals import unreject
 
     store = adhoc_store(example_store, "deepcode")
     app = make_app()

@@ -26,7 +26,7 @@ class Reviewed:
 @pytest.fixture
 def reviewed(make_store: Callable[..., Path], make_app: Callable[..., object]) -> Reviewed:
     """The store, passed over once: exactly two pending proposals."""
-    from daemon.service.review import list_proposals
+    from daemon.service.proposals import list_proposals
 
     root = make_store(STORE)
     app = make_app()

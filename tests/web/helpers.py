@@ -32,7 +32,7 @@ STORE = {
 
 def pass_over(app: object, root: Path) -> None:
     from daemon.config import adhoc_store
-    from daemon.service.passes import run_pass
+    from daemon.service.passes.run import run_pass
 
     run_pass(app, adhoc_store(root, "deepcode"))
 

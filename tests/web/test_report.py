@@ -6,8 +6,8 @@ import re
 from html.parser import HTMLParser
 from pathlib import Path
 
-from daemon.service.report import write_html_report
-from daemon.service.review import decide, get_proposal, list_proposals
+from daemon.service.review.pages import write_html_report
+from daemon.service.proposals import decide, get_proposal, list_proposals
 
 from .helpers import BUILD, pass_over
 

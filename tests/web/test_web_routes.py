@@ -12,9 +12,9 @@ from starlette.testclient import TestClient
 
 from daemon.config import Config
 from daemon.service.context import App
-from daemon.service.review import get_proposal
-from daemon.service.web import build
-from daemon.service.web_access import Access
+from daemon.service.proposals import get_proposal
+from daemon.service.review.web import build
+from daemon.service.review.web_access import Access
 
 from .helpers import pass_over
 
@@ -273,7 +273,7 @@ def test_the_served_address_and_localhost_are_answered(web, host):
 ])  # fmt: skip
 def test_which_host_headers_a_server_answers(served, header, answered):
     """The Host header names the address served (or localhost, on loopback) and its port."""
-    from daemon.service.web_access import answers_to
+    from daemon.service.review.web_access import answers_to
 
     assert answers_to(header, *served) is answered
 

@@ -11,7 +11,7 @@ import pytest
 from daemon.config import parse_config
 from daemon.core.errors import ModelTransientError
 from daemon.llm.fakes import FakeModel
-from daemon.service.passes import run_pass
+from daemon.service.passes.run import run_pass
 from daemon.service.status import store_status
 
 BUILD = "# Build checks\nRun make test before pushing because CI only checks lint.\n"

@@ -16,7 +16,7 @@ import dexto_db
 from conftest import T
 from daemon.core.errors import StaleError, StoreError
 from daemon.core.hashing import hash_bytes
-from daemon.service.journal import Step
+from daemon.service.apply.journal import Step
 from daemon.stores.records import database
 from daemon.stores.records.rendering import render
 
@@ -199,7 +199,7 @@ def test_write_waits_for_a_lock_then_fails_with_one_line_and_writes_nothing(dext
 READ_ONLY_WRITE = r"""
 import json, sys
 from daemon.core.errors import StoreError
-from daemon.service.journal import Step
+from daemon.service.apply.journal import Step
 from daemon.stores.records import database
 path, before, after, blobs = json.loads(sys.stdin.read())
 try:

@@ -14,13 +14,13 @@ import structlog
 import dexto_db
 from conftest import T
 from daemon.config import Config, adhoc_store
-from daemon.service.apply import apply
+from daemon.service.apply.applying import apply
 from daemon.service.context import App
-from daemon.service.history import event_log, verify
-from daemon.service.passes import run_pass
-from daemon.service.recovery import recover
-from daemon.service.resolve import resolve
-from daemon.service.review import decide, get_proposal
+from daemon.service.review.audit import event_log, verify
+from daemon.service.passes.run import run_pass
+from daemon.service.apply.recovery import recover
+from daemon.service.apply.resolving import resolve
+from daemon.service.proposals import decide, get_proposal
 from test_records_service import NEAR
 
 SURVIVOR, RETIRED = "memory:item:nearAAAAAAAA", "memory:item:nearBBBBBBBB"
@@ -39,7 +39,7 @@ conn.execute("COMMIT")
 APPLY = r"""
 import sys
 from daemon.config import Config
-from daemon.service.apply import apply
+from daemon.service.apply.applying import apply
 from daemon.service.context import App
 apply(App(config=Config(), db_url=sys.argv[1]), [int(sys.argv[2])])
 """

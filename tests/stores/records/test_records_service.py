@@ -11,10 +11,10 @@ import dexto_db
 from conftest import BUILD, T
 from daemon.config import adhoc_store
 from daemon.core.errors import ConfigError, StoreError
-from daemon.service.apply import apply, revert
-from daemon.service.history import event_log
-from daemon.service.passes import run_pass
-from daemon.service.review import decide, get_proposal
+from daemon.service.apply.applying import apply, revert
+from daemon.service.review.audit import event_log
+from daemon.service.passes.run import run_pass
+from daemon.service.proposals import decide, get_proposal
 from daemon.stores.records import dexto as facts
 from test_dexto_facts import dexto_accepts
 
@@ -301,7 +301,7 @@ def test_the_default_policy_accepts_and_applies_the_exact_duplicate_and_holds_th
     """policy "default" with apply = "accepted" on a Dexto store: the exact-duplicate merge is
     applied in the pass (compare-and-swap, verify clean), the near-duplicate merge stays pending."""
     from daemon.config import parse_config
-    from daemon.service.history import verify
+    from daemon.service.review.audit import verify
 
     db = dexto_db.create(tmp_path / "agent.db", [
         dexto_db.memory("Ab3dE_fG-hIj", BUILD, T), dexto_db.memory("Zz9yX8wV7uT6", BUILD, T + 1_000),

@@ -11,7 +11,7 @@ import dexto_db
 from conftest import T
 from daemon.core.errors import ApplyError
 from daemon.core.hashing import hash_bytes
-from daemon.service import journal
+from daemon.service.apply import journal
 from daemon.stores import port
 from daemon.stores.presets import resolve_settings
 

@@ -29,10 +29,11 @@ from daemon.core.hashing import hash_bytes, manifest_changes, root_hash
 from daemon.core.notes import Note, retired_notes
 from daemon.core.proposals import APPLIED, REVERTED
 from daemon.db import repo
-from daemon.service import journal
+from daemon.service import recorded
+from daemon.service.apply import journal
 from daemon.service.context import App
 from daemon.service.workspace import registered_roots
-from daemon.service.interrupt import shielded
+from daemon.service.apply.interrupt import shielded
 from daemon.service.leases import StoreBusyError, holding_store
 from daemon.stores import files as store_files
 from daemon.stores import port
@@ -252,7 +253,7 @@ def close_rolled_back(app: App, store_id: int, journal_id: int, proposal_id: int
     (log.warning if failed else log.info)("journal.rolled_back", journal=journal_id, proposal_id=proposal_id, reason=str(error))
 
 
-def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, recovered: bool = False, index_path: str | None = None, before_root: str | None = None, after_root: str | None = None) -> tuple[dict[str, str], str]:
+def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, journal_id: int, operation: str, steps: list[journal.Step], after: Mapping[str, str], *, proposal: tuple[recorded.Files, dict[str, bytes]] | None = None, recovered: bool = False, index_path: str | None = None, before_root: str | None = None, after_root: str | None = None) -> tuple[dict[str, str], str]:
     """Record a completed apply or revert: state, snapshots, tombstones, event.
 
     ``after`` is the store's manifest after the writes, its bytes stored (a scan's: see
@@ -281,7 +282,7 @@ def finish_journal(app: App, conn: Connection, store_id: int, proposal_id: int, 
     state = APPLIED if operation == "apply" else REVERTED
     repo.set_state(conn, store_id, proposal_id, state, now)
     if operation == "apply":
-        files, blobs = proposal or journal.proposal_bytes(conn, store_id, proposal_id)
+        files, blobs = proposal or recorded.proposal_bytes(conn, store_id, proposal_id)
         for path, value in retired_values(files, blobs, index_path).items():
             repo.add_tombstone(conn, store_id, "value", value, now, proposal_id=proposal_id, note_path=path, reason="retired")
     else:

@@ -20,24 +20,24 @@ from daemon.config import StoreConfig
 from daemon.core.errors import PlannerError
 from daemon.core.proposals import OPEN, PENDING
 from daemon.db import repo
-from daemon.service import journal
+from daemon.service import recorded
 from daemon.service.context import App
-from daemon.service.findings import findings
+from daemon.service.passes.findings import findings
 from daemon.service.holders import this_holder
 from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store
-from daemon.service.orphans import close_dead_passes
-from daemon.service.notify import notify_waiting
-from daemon.service.pass_report import Outcome, PassReport, fingerprint_of, model_unfinished
-from daemon.service.recovery import record_external_changes, recover
-from daemon.service.review import mark_stale
-from daemon.service.storing import Prior, store_planned
-from daemon.service.timecaps import TIME_CAP, Caps, read_links, read_notes
+from daemon.service.passes.orphans import close_dead_passes
+from daemon.service.passes.notify import notify_waiting
+from daemon.service.passes.report import Outcome, PassReport, fingerprint_of, model_unfinished
+from daemon.service.apply import record_external_changes, recover
+from daemon.service.proposals import mark_stale
+from daemon.service.passes.storing import Prior, store_planned
+from daemon.service.passes.timecaps import TIME_CAP, Caps, read_links, read_notes
 from daemon.service.workspace import Observed, claim_store, glance, observe, read_whole, registered_roots, remember_stats, roots_of
 
 from daemon.stores.scan import Skipped
 
 if TYPE_CHECKING:  # planning, proposing and deciding are imported by the passes that do them
-    from daemon.service.proposing import Planned
+    from daemon.service.passes.proposing import Planned
 
 
 log = logs.get_logger("dreamd.pass")
@@ -74,8 +74,8 @@ def _plan(app: App, store: StoreConfig, observed: Observed, now: dt.datetime, re
     """Proposals one at a time: a pass over a large store never holds every result's bytes.
     Out of time, it stops between detectors or between proposals: what it found stands."""
     from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, run_detectors
-    from daemon.service.citations import workspace_facts
-    from daemon.service.proposing import make_proposals
+    from daemon.service.passes.citations import workspace_facts
+    from daemon.service.passes.proposing import make_proposals
 
     values, rejected = remembered
     if caps.capped_at is not None or not read_links(observed.view, caps):
@@ -190,9 +190,9 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
     _store_all(app, store, store_id, pass_id, _plan(app, store, observed, now, remembered, caps, progress), report, now)
     if store.llm is not None and not caps.expired("asking the model"):
         from daemon.db.ledger import ledger_rows
-        from daemon.service.coverage import Ledger
-        from daemon.service.llm_pass import plan_with_model, record_calls, record_ledger
-        from daemon.service.proposing import make_proposals, refused_planned
+        from daemon.service.passes.coverage import Ledger
+        from daemon.service.passes.llm_pass import plan_with_model, record_calls, record_ledger
+        from daemon.service.passes.proposing import make_proposals, refused_planned
 
         with app.engine().connect() as conn:
             ledger = Ledger.of(ledger_rows(conn, store_id))
@@ -232,7 +232,7 @@ def _final_states(app: App, store_id: int, report: PassReport) -> None:
 def _decide(app: App, store: StoreConfig, store_id: int, report: PassReport) -> None:
     """The policy decides every pending proposal, oldest first: this pass's new ones and
     those it held before (a per-pass or daily budget spent then, or a policy changed since)."""
-    from daemon.service.deciding import decide_by_policy
+    from daemon.service.passes.deciding import decide_by_policy
 
     with app.engine().connect() as conn:
         pending = [row.id for row in repo.list_proposals(conn, store_id, [PENDING])]
@@ -268,7 +268,7 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
     proposal's index hunks on it (see apply._rebase_index). Those the store holds applied
     already (a merged review branch) are recorded as applied instead (see merged.py).
     """
-    from daemon.service.merged import found_in_store, record_found_applied
+    from daemon.service.apply import found_in_store, record_found_applied
 
     stale = []
     index = store.settings.index_path
@@ -282,7 +282,7 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
             continue
         files = repo.proposal_files(conn, store_id, row.id)
         changed = [p for p, (base, _) in files.items() if manifest.get(p) != base]
-        if changed == [index] and journal.dreamd_wrote(conn, store_id, index, manifest.get(index)):
+        if changed == [index] and recorded.dreamd_wrote(conn, store_id, index, manifest.get(index)):
             continue
         if changed:
             reason = f"changed since proposed: {', '.join(changed[:5])}"
@@ -315,7 +315,7 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime, progress: Progress)
 
 def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any, caps: Caps, progress: Progress) -> None:
     """The dry run's planning, duplicate and suppression marks read through ``engine``."""
-    from daemon.service.coverage import Ledger
+    from daemon.service.passes.coverage import Ledger
 
     remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
     store_row = None
@@ -333,8 +333,8 @@ def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed
                     changed = ledger.due(observed.view)
     planned: Iterator[Planned] = _plan(app, store, observed, now, remembered, caps, progress)
     if store.llm is not None and not caps.expired("asking the model"):
-        from daemon.service.llm_pass import plan_with_model, take_in
-        from daemon.service.proposing import make_proposals, refused_planned
+        from daemon.service.passes.llm_pass import plan_with_model, take_in
+        from daemon.service.passes.proposing import make_proposals, refused_planned
 
         llm = plan_with_model(app, store, observed.view, now, changed, ledger or Ledger())
         report.llm = llm.stats()

@@ -23,7 +23,7 @@ from daemon.core.marks import Piece, mark
 from daemon.core.proposals import STATES
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.service.review import ProposalView
+from daemon.service.proposals import ProposalView
 
 INDEX = "index.html"
 

@@ -32,14 +32,14 @@ from daemon.core.errors import DreamdError
 from daemon.db import quick
 from daemon.service.holders import this_holder
 from daemon.service.naming import resolve
-from daemon.service.pass_report import PassReport, PolicyOutcome, fingerprint_of, model_unfinished
+from daemon.service.passes.report import PassReport, PolicyOutcome, fingerprint_of, model_unfinished
 from daemon.stores.paths import identity_text, open_roots
 from daemon.stores.scan import scan_store
 from daemon.stores.statcache import Seen
 
 if TYPE_CHECKING:
     from daemon.service.context import App
-    from daemon.service.passes import Progress
+    from daemon.service.passes.run import Progress
 
 log = logs.get_logger("dreamd.pass")
 
@@ -55,7 +55,7 @@ def pass_over(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root
         report = skip_if_unchanged(app, store)
         if report is not None:
             return report
-    from daemon.service.passes import run_pass
+    from daemon.service.passes.run import run_pass
 
     return run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
 
@@ -76,7 +76,7 @@ def pass_named(app: App, name: str | None, path: str | None, preset: str | None,
                 conn.close()
             if report is not None:
                 return store, report
-    from daemon.service.passes import run_pass
+    from daemon.service.passes.run import run_pass
     from daemon.service.workspace import resolve_store
 
     if not dry_run:

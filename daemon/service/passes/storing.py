@@ -18,10 +18,10 @@ from sqlalchemy import Connection
 from daemon.core.proposals import ACCEPTED, OPEN, PENDING, STALE, SUPPRESSED
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.service.pass_report import Outcome
+from daemon.service.passes.report import Outcome
 
 if TYPE_CHECKING:
-    from daemon.service.proposing import Planned
+    from daemon.service.passes.proposing import Planned
 
 DUPLICATE = "duplicate"
 

@@ -1,6 +1,6 @@
 """Labels and scoring for the oracle (``dreamd eval``): pure, no I/O beyond reading labels.
 
-See ``daemon.service.evaluate`` for the labels format and the scoring rules.
+See ``daemon.evaluation.evaluate`` for the labels format and the scoring rules.
 """
 
 from __future__ import annotations

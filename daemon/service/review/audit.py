@@ -11,7 +11,7 @@ from daemon.core.hashing import manifest_changes
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.workspace import roots_of
-from daemon.service.recovery import recover, sweep_temp_files
+from daemon.service.apply import recover, sweep_temp_files
 from daemon.stores import port
 
 

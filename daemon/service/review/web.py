@@ -32,9 +32,9 @@ from daemon.core.errors import ConfigError, DreamdError, ProposalError
 from daemon.core.hashing import hash_text
 from daemon.core.proposals import ACCEPTED, KINDS, PENDING
 from daemon.service.context import App
-from daemon.service.report import base_blobs, environment, proposal_page, render_index, render_proposal
-from daemon.service.review import ProposalView, Selection, decide, get_proposal, list_proposals
-from daemon.service.web_access import Access, answers_to
+from daemon.service.review.pages import base_blobs, environment, proposal_page, render_index, render_proposal
+from daemon.service.proposals import ProposalView, Selection, decide, get_proposal, list_proposals
+from daemon.service.review.web_access import Access, answers_to
 
 HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",

@@ -21,12 +21,12 @@ from daemon import logs
 from daemon.core.errors import ProposalError
 from daemon.core.proposals import ACCEPTED, STALE
 from daemon.db import repo
-from daemon.service import journal
+from daemon.service.apply import journal
 from daemon.service.context import App
-from daemon.service.interrupt import shielded
+from daemon.service.apply.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.recovery import keeper, recover, sweep_journal
-from daemon.service.review import mark_stale
+from daemon.service.apply.recovery import keeper, recover, sweep_journal
+from daemon.service.proposals import mark_stale
 from daemon.service.workspace import registered_roots, store_config_for_id
 from daemon.stores import port
 

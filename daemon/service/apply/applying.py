@@ -23,15 +23,16 @@ from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalE
 from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
-from daemon.service import journal
+from daemon.service import recorded
+from daemon.service.apply import journal
 from daemon.core.hashing import RunningRoot, hash_bytes, root_hash
 from daemon.diffs.git import reapply
 from daemon.service.context import App
-from daemon.service.interrupt import shielded
+from daemon.service.apply.interrupt import shielded
 from daemon.service.leases import holding_store
-from daemon.service.merged import Found, exact_steps, holds_result, record_found_applied
-from daemon.service.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, refuse_if_held, roll_back, rolls_back, scan_blobs
-from daemon.service.review import locate, mark_stale
+from daemon.service.apply.merged import Found, exact_steps, holds_result, record_found_applied
+from daemon.service.apply.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, refuse_if_held, roll_back, rolls_back, scan_blobs
+from daemon.service.proposals import locate, mark_stale
 from daemon.service.workspace import glance, registered_roots, remember_stats, store_config_for_id, store_name as store_name_of
 from daemon.stores import port
 from daemon.stores.paths import StoreRoots
@@ -144,7 +145,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
         row = repo.get_proposal(conn, store_id, proposal_id)
         if row.state != ACCEPTED:
             raise ProposalError(f"proposal {proposal_id} is {row.state}; only accepted proposals are applied", hint=_next_step(proposal_id, row.state))
-        files, blobs = journal.proposal_bytes(conn, store_id, proposal_id, run.blobs, diff=row.diff)
+        files, blobs = recorded.proposal_bytes(conn, store_id, proposal_id, run.blobs, diff=row.diff)
     now = app.clock()
     roots = run.roots
     read: dict[str, bytes] = {}
@@ -186,7 +187,7 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     return ApplyResult(proposal_id, store.name, APPLIED)
 
 
-def _found_applied(app: App, store: StoreConfig, roots: StoreRoots, store_id: int, proposal_id: int, files: journal.Files, blobs: dict[str, bytes]) -> ApplyResult:
+def _found_applied(app: App, store: StoreConfig, roots: StoreRoots, store_id: int, proposal_id: int, files: recorded.Files, blobs: dict[str, bytes]) -> ApplyResult:
     """An accepted proposal whose result the store holds already (a merged review branch):
     recorded as applied, nothing written; what else changed since dreamd looked is recorded
     as such first, as after any apply."""
@@ -216,7 +217,7 @@ def _next_step(proposal_id: int, state: str) -> str:
     return "it cannot be applied any more; a later pass proposes the change again if it is still wanted"
 
 
-def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None, *, proposal: tuple[journal.Files, dict[str, bytes]] | None = None, run: Run | None = None) -> None:
+def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, operation: str, steps: list[journal.Step], blobs: dict[str, bytes], prepare: Callable[[Connection], None] | None = None, *, proposal: tuple[recorded.Files, dict[str, bytes]] | None = None, run: Run | None = None) -> None:
     """Open the journal (after ``prepare``, in the same transaction), write, record the
     outcome: the state ``run`` recorded moved by the steps, or (no run) a scan of the store."""
     roots = run.roots if run is not None else registered_roots(app, store_id, store)
@@ -280,7 +281,7 @@ def _failed(app: App, store: StoreConfig, roots: port.Roots, store_id: int, prop
                      hint=f"the store is held: no apply or revert of it runs until dreamd resolve {journal_id} ends journal {journal_id}, once the disk takes writes again") from exc  # fmt: skip
 
 
-def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: journal.Files, changed: list[str], wrote: set[tuple[str, str | None]], seen: dict[str, str | None], read: dict[str, bytes]) -> tuple[journal.Step, bytes, bytes] | None:
+def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: recorded.Files, changed: list[str], wrote: set[tuple[str, str | None]], seen: dict[str, str | None], read: dict[str, bytes]) -> tuple[journal.Step, bytes, bytes] | None:
     """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
 
     Every proposal of a pass edits the same index, so applying one would make all the
@@ -295,7 +296,7 @@ def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str
     if not index or changed != [index] or files.get(index, (None, None))[0] is None:
         return None
     current, digest = read.get(index), seen.get(index)
-    if current is None or not ((index, digest) in wrote or journal.dreamd_wrote(conn, store_id, index, digest)):
+    if current is None or not ((index, digest) in wrote or recorded.dreamd_wrote(conn, store_id, index, digest)):
         return None
     data = reapply(diff, index, current)
     if data is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from daemon.core.errors import ConfigError, DiffError
 from daemon.diffs.safe_git import Git
-from daemon.service.scoring import Commit
+from daemon.evaluation.scoring import Commit
 
 IDENTITY = ("-c", "user.name=dreamd eval", "-c", "user.email=eval@dreamd.invalid")
 

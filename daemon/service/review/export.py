@@ -27,9 +27,9 @@ from daemon.core.proposals import ACCEPTED, PENDING
 from daemon.db import repo
 from daemon.diffs.git import quote_git, reapply
 from daemon.diffs.plumbing import NEW_FILE_MODE, Repository, ScratchIndex, work_tree_top
-from daemon.service import journal
+from daemon.service import recorded
 from daemon.service.context import App
-from daemon.service.review import ProposalView, get_proposal, list_proposals
+from daemon.service.proposals import ProposalView, get_proposal, list_proposals
 from daemon.service.workspace import roots_of, store_config_for_id
 from daemon.stores.paths import StoreRoots
 from daemon.stores.port import Roots, is_records
@@ -119,9 +119,9 @@ def export_patches(app: App, views: list[ProposalView], directory: Path) -> list
 
 
 def export_report(app: App, views: list[ProposalView], directory: Path) -> list[Path]:
-    """The static HTML report of ``views`` (see service/report.py), in a folder outside every
+    """The static HTML report of ``views`` (see service/review/pages.py), in a folder outside every
     store; returns its files, index first."""
-    from daemon.service.report import write_html_report  # Jinja2 and the templates: only when asked
+    from daemon.service.review.pages import write_html_report  # Jinja2 and the templates: only when asked
 
     return write_html_report(app, views, _patch_folder(directory, _placed(app, views), option="--html"))
 
@@ -208,7 +208,7 @@ def export_branch(app: App, views: list[ProposalView], branch: str) -> BranchRep
     with repository.scratch_index(head) as index:
         for item in placed:
             with app.engine().connect() as conn:
-                files, blobs = journal.proposal_bytes(conn, item.store_id, item.view.id)
+                files, blobs = recorded.proposal_bytes(conn, item.store_id, item.view.id)
             changed = _changed_on(index, repository.top, item, files, blobs)
             if isinstance(changed, str):
                 report.skipped.append((item.view.id, changed))
@@ -225,7 +225,7 @@ def export_branch(app: App, views: list[ProposalView], branch: str) -> BranchRep
     return report
 
 
-def _changed_on(index: ScratchIndex, top: Path, item: _Placed, files: journal.Files, blobs: dict[str, bytes]) -> dict[str, tuple[bytes | None, str]] | str:
+def _changed_on(index: ScratchIndex, top: Path, item: _Placed, files: recorded.Files, blobs: dict[str, bytes]) -> dict[str, tuple[bytes | None, str]] | str:
     """Repository path -> (new bytes or None to remove, mode) for the files the proposal
     writes, on the tree in ``index``; or why it does not apply there.
 
@@ -261,7 +261,7 @@ def _in_repository(roots: StoreRoots, top: Path, path: str) -> str | None:
         return None
 
 
-def commit_message(view: ProposalView, files: journal.Files) -> str:
+def commit_message(view: ProposalView, files: recorded.Files) -> str:
     """Title, blank line, rationale, then the trailers that tie the commit to the proposal."""
     title = " ".join(view.title.split())
     trailers = [f"Dreamd-Proposal: {view.id}"]

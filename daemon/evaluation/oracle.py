@@ -31,7 +31,7 @@ from daemon.llm.limits import FALLBACK, ModelLimits
 from daemon.planners.llm.checks import MIN_QUOTE
 from daemon.planners.llm.lossless import uncovered
 from daemon.planners.llm.redact import has_marker, redact
-from daemon.service.scoring import Labels
+from daemon.evaluation.scoring import Labels
 
 MODEL = "oracle"
 SOURCE = f"model:{MODEL}"

@@ -15,7 +15,7 @@ from daemon.core.errors import ProposalError
 from daemon.core.proposals import PENDING
 from daemon.db import repo
 from daemon.service.context import App
-from daemon.service.review import ProposalView, Selection, decide, get_proposal, locate, select_pending, unaccept, unreject
+from daemon.service.proposals import ProposalView, Selection, decide, get_proposal, locate, select_pending, unaccept, unreject
 
 OUTCOMES = ("accepted", "rejected", "skipped", "gone")  # gone: stale or decided elsewhere meanwhile
 

@@ -1,6 +1,6 @@
 """What a pass reports, and the fingerprint of what its planning depends on.
 
-Apart from ``service/passes.py`` so that the no-op lane (``service/noop.py``) can report a
+Apart from ``service/passes/run.py`` so that the no-op lane (``service/passes/noop.py``) can report a
 skipped pass and tell whether planning would change without importing the pass itself.
 """
 
@@ -16,7 +16,7 @@ from daemon.planners.versions import detectors_fingerprint
 if TYPE_CHECKING:
     from daemon.policies.model import Decision
     from daemon.service.context import App
-    from daemon.service.proposing import Planned
+    from daemon.service.passes.proposing import Planned
     from daemon.stores.scan import Skipped
 
 SUMMARY_STATES = ("pending", "accepted", "applied", "rejected", "stale", "refused", "suppressed", "duplicate")
@@ -63,7 +63,7 @@ class PassReport:
     policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
     busy: str | None = None  # why the pass did not run: another process holds the store
     capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
-    findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/findings.py)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/passes/findings.py)
     pending_after: int | None = None  # the store's pending proposals once the pass ended, when it counted them (the no-op lane)
 
     def count(self, state: str) -> int:
@@ -120,7 +120,7 @@ def fingerprint_of(app: App, store: StoreConfig) -> str:
     model = f";model={store.llm.model}|{store.llm.prompt_dir}|{store.llm_exclude}" if store.llm else ""
     model += f";policy={store.policy}|{store.apply}" if store.policy else ""
     if store.workspace is not None:  # a new commit there is worth a pass even over unchanged notes
-        from daemon.service.citations import workspace_mark
+        from daemon.service.passes.citations import workspace_mark
 
         model += workspace_mark(store)
     return f"{detectors_fingerprint(app.config.planner)};{layout}{model}"

@@ -27,9 +27,10 @@ from daemon.core.hashing import hash_bytes, root_hash
 from daemon.core.proposals import APPLIED
 from daemon.db import repo
 from daemon.diffs.git import reapply
-from daemon.service import journal
+from daemon.service import recorded
+from daemon.service.apply import journal
 from daemon.service.context import App
-from daemon.service.recovery import manifest_before, retired_values
+from daemon.service.apply.recovery import manifest_before, retired_values
 
 FOUND = "found applied: the store already holds its result (merged from a branch, or the same edit made by hand)"
 
@@ -40,17 +41,17 @@ class Found:
     and the bytes of any index state between two proposals (not stored anywhere yet)."""
 
     proposal_id: int
-    files: journal.Files
+    files: recorded.Files
     steps: list[journal.Step]
     between: dict[str, bytes]
 
 
-def holds_result(files: journal.Files, current: Mapping[str, str | None]) -> bool:
+def holds_result(files: recorded.Files, current: Mapping[str, str | None]) -> bool:
     """Whether every file of the proposal holds its result hash (absent where it removes one)."""
     return any(base != result for base, result in files.values()) and all(current.get(p) == result for p, (_, result) in files.items())
 
 
-def exact_steps(files: journal.Files) -> list[journal.Step]:
+def exact_steps(files: recorded.Files) -> list[journal.Step]:
     return [journal.Step(p, base, result) for p, (base, result) in files.items() if base != result]
 
 
@@ -72,14 +73,14 @@ def found_in_store(conn: Connection, store_id: int, index: str | None, rows: lis
     return found
 
 
-def _on_chain(files: journal.Files, index: str, manifest: Mapping[str, str]) -> bool:
+def _on_chain(files: recorded.Files, index: str, manifest: Mapping[str, str]) -> bool:
     """Edits the index, and every other file holds its result. An index-only proposal may
     be part of a chain, but a chain of those alone is not taken: nothing else shows a merge."""
     base, result = files.get(index, (None, None))
     return base is not None and result is not None and base != result and all(manifest.get(p) == r for p, (_, r) in files.items() if p != index)
 
 
-def _replay(conn: Connection, store_id: int, index: str, chain: list[tuple[Any, journal.Files]], current: str | None) -> list[Found] | None:
+def _replay(conn: Connection, store_id: int, index: str, chain: list[tuple[Any, recorded.Files]], current: str | None) -> list[Found] | None:
     """The chain's index edits replayed in id order as ``dreamd export --branch`` made them,
     one that does not apply left out as there; None unless it ends at ``current``."""
     if not any(set(files) != {index} for _, files in chain):
@@ -90,7 +91,7 @@ def _replay(conn: Connection, store_id: int, index: str, chain: list[tuple[Any, 
     for row, files in chain:
         base, result = files[index]
         if state == base:
-            new: bytes | None = journal.proposal_bytes(conn, store_id, row.id)[1][result]  # type: ignore[index]
+            new: bytes | None = recorded.proposal_bytes(conn, store_id, row.id)[1][result]  # type: ignore[index]
         else:
             new = reapply(row.diff, index, data) if data is not None else None
         if new is None:
@@ -119,7 +120,7 @@ def record_found_applied(app: App, conn: Connection, store_id: int, found: Found
     repo.add_snapshot(conn, store_id, before_id, "apply-before", now, proposal_id=found.proposal_id)
     repo.add_snapshot(conn, store_id, after_id, "apply-after", now, proposal_id=found.proposal_id)
     repo.set_state(conn, store_id, found.proposal_id, APPLIED, now, FOUND)
-    _, blobs = journal.proposal_bytes(conn, store_id, found.proposal_id)
+    _, blobs = recorded.proposal_bytes(conn, store_id, found.proposal_id)
     for path, value in retired_values(found.files, blobs).items():
         repo.add_tombstone(conn, store_id, "value", value, now, proposal_id=found.proposal_id, note_path=path, reason="retired")
     payload = {"files": [s.as_dict() for s in steps], "found": True, "reason": FOUND, "journal": journal_id}

@@ -1,6 +1,6 @@
 """The model-backed part of a pass: what to send, the planner call, what it cost and showed.
 
-Only notes the model has not been shown as they are (the ledger, ``service/coverage.py``),
+Only notes the model has not been shown as they are (the ledger, ``service/passes/coverage.py``),
 notes falling due, and groups of related notes never shown together are sent, so an
 unchanged, covered store costs zero model calls. The LLM part is complete only when every
 due note was in a call whose reply was used; a call that fails (a reply still unusable
@@ -24,7 +24,7 @@ from daemon.core.view import StoreView
 from daemon.db import repo
 from daemon.planners.detectors.ttl import due_notes
 from daemon.service.context import App
-from daemon.service.coverage import Ledger
+from daemon.service.passes.coverage import Ledger
 
 
 @dataclass

@@ -18,9 +18,9 @@ from daemon.policies.facts import facts_of
 from daemon.policies.load import load_policy
 from daemon.policies.model import HOLD, Counts, Decision, Facts
 from daemon.service.context import App
-from daemon.service import journal
-from daemon.service.pass_report import PolicyOutcome
-from daemon.service.review import decide, get_proposal, locate
+from daemon.service import recorded
+from daemon.service.passes.report import PolicyOutcome
+from daemon.service.proposals import decide, get_proposal, locate
 
 
 def load_facts(app: App, proposal_id: int) -> tuple[Any, Facts]:
@@ -28,7 +28,7 @@ def load_facts(app: App, proposal_id: int) -> tuple[Any, Facts]:
     view = get_proposal(app, proposal_id)
     store_id, _ = locate(app, proposal_id)
     with app.engine().connect() as conn:
-        _, blobs = journal.proposal_bytes(conn, store_id, proposal_id)
+        _, blobs = recorded.proposal_bytes(conn, store_id, proposal_id)
     return view, facts_of(view, blobs, app.clock())
 
 

@@ -1,7 +1,7 @@
 """The oracle (``dreamd eval``): run a planner in dry-run over stores and score what it proposes.
 
 Planners: ``rules`` (the detectors), ``llm`` (a pass with a model: live, recorded or replayed),
-``oracle`` (the same pass with ``daemon.service.oracle.OracleModel``, a perfect model answering
+``oracle`` (the same pass with ``daemon.evaluation.oracle.OracleModel``, a perfect model answering
 from the labels: the pipeline's ceiling, with every correct proposal it lost listed).
 
 A labeled corpus holds, for each store folder ``<name>/``, a ``<name>.labels.toml`` beside it
@@ -63,9 +63,9 @@ from daemon.core.errors import ConfigError, PlannerError
 from daemon.core.proposals import MERGE, PENDING, REFUSED
 from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
 from daemon.service.context import App, utcnow
-from daemon.service.pass_report import llm_unfinished
+from daemon.service.passes import llm_unfinished
 from daemon.stores.presets import PRESETS, get_preset
-from daemon.service.scoring import (  # noqa: F401 - re-exported: the eval's public names
+from daemon.evaluation.scoring import (  # noqa: F401 - re-exported: the eval's public names
     Counts,
     DUPLICATE,
     EvalReport,
@@ -311,10 +311,10 @@ def eval_model(
 
 
 def oracle_model(config: Config, corpus: str | Path, options: Mapping[str, Any] | None = None) -> EvalModel:
-    """The oracle as the eval's model (``daemon.service.oracle``): the labels of ``corpus``
+    """The oracle as the eval's model (``daemon.evaluation.oracle``): the labels of ``corpus``
     answer. Budgets, first wins: ``options``, the config's global ``[llm]``, the defaults."""
     from daemon.config import _parse_llm
-    from daemon.service.oracle import MODEL, OracleModel
+    from daemon.evaluation.oracle import MODEL, OracleModel
 
     corpus = Path(corpus)
     _check(corpus.is_dir(), f"eval corpus {corpus}", "not a folder")
@@ -328,7 +328,7 @@ def oracle_model(config: Config, corpus: str | Path, options: Mapping[str, Any] 
 def refused_correct(proposals: list[Predicted], cut: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The oracle's proposals the pipeline lost: refused, marked lossy, or in a reply cut off.
     Every oracle proposal is right by construction, so each of these is the pipeline's fault."""
-    from daemon.service.oracle import SOURCE
+    from daemon.evaluation.oracle import SOURCE
 
     mine = [p for p in proposals if p.source == SOURCE]
     out = [{"kind": p.kind, "notes": sorted(p.notes), "reason": p.reason or "refused"} for p in mine if p.state == REFUSED]
@@ -355,7 +355,7 @@ def _run_store(run: PlannerRun, store: StoreConfig, at: dt.datetime, labels: Lab
     """One store's pass; a labeled workspace is built as a git repository for it, then removed."""
     if labels is None or not labels.workspace:
         return run(store, at)
-    from daemon.service.git_fixture import build_repo
+    from daemon.evaluation.git_fixture import build_repo
 
     with tempfile.TemporaryDirectory(prefix="dreamd-eval-workspace-") as folder:
         return run(replace(store, workspace=build_repo(labels.workspace, Path(folder) / "repo")), at)
