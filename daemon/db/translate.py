@@ -11,11 +11,16 @@ exist" (a ``ProgrammingError``) still reads as an unmigrated database.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
+from sqlalchemy.engine import Engine, ExceptionContext
 from sqlalchemy.exc import ArgumentError, DatabaseError, IntegrityError, OperationalError
 
 from daemon.core.errors import StateError
@@ -58,7 +63,6 @@ _KNOWN: list[tuple[tuple[str, ...], str, str]] = [
 
 # sqlite3 reports mistakes in SQL as OperationalError too; those stay tracebacks.
 _BUGS = ("syntax error", "no such column", "has no column named", "no such function")
-
 _UNKNOWN_REVISION = re.compile(
     r"(?:can't locate revision identified by|no such revision or branch) '([^']*)'", re.IGNORECASE
 )
@@ -127,3 +131,121 @@ def translate_db_errors(what: str) -> Iterator[None]:
         if error is None:
             raise
         raise error from exc
+
+
+def json_reader(what: str) -> Any:
+    """json.loads for a SQLite engine's JSON columns, where text that does not parse can only
+    be a damaged file (dreamd wrote it as JSON): a StateError, not a traceback. It is raised
+    while rows are read, where the ``handle_error`` hook does not reach."""
+
+    def loads(text: str) -> Any:
+        try:
+            return json.loads(text)
+        except ValueError:
+            raise StateError(f"{what} is corrupt: a stored JSON value does not parse", hint="move it aside and restore a backup") from None
+
+    return loads
+
+
+def checked_times(engine: Engine, what: str) -> Engine:
+    """Make a stored time SQLite hands back as text that does not parse a StateError, like
+    ``json_reader`` does for JSON: this engine's dialect reads DateTime columns with a
+    DATETIME whose parser says the file is damaged instead of raising ValueError."""
+    from sqlalchemy import types
+    from sqlalchemy.dialects.sqlite import DATETIME
+
+    class CheckedDateTime(DATETIME):
+        def result_processor(self, dialect: Any, coltype: Any) -> Any:
+            parse = super().result_processor(dialect, coltype)
+
+            def process(value: Any) -> Any:
+                try:
+                    return parse(value)
+                except ValueError:
+                    raise StateError(f"{what} is corrupt: a stored time does not parse", hint="move it aside and restore a backup") from None
+
+            return process
+
+    engine.dialect.colspecs = {**engine.dialect.colspecs, types.DateTime: CheckedDateTime}
+    return engine
+
+
+# a column this code's schema has and the database lacks: SQLite's and PostgreSQL's words
+_MISSING_COLUMN = (
+    re.compile(r"no such column: (?:(?P<table>\w+)\.)?(?P<column>\w+)"),
+    re.compile(r"table (?P<table>\w+) has no column named (?P<column>\w+)"),
+    re.compile(r'column "(?P<column>\w+)" of relation "(?P<table>\w+)" does not exist'),
+    re.compile(r'column (?:"?(?P<table>\w+)"?\.)?"?(?P<column>\w+)"? does not exist'),
+)
+
+SQLITE_IOERR, SQLITE_CORRUPT = 10, 11  # primary result codes, whatever extended code came with them
+_NOT_TEXT = re.compile(r"could not decode to utf-8 column '([^']*)'", re.IGNORECASE)
+
+
+def _missing_column(message: str) -> str | None:
+    """``table.column`` when ``message`` says a column of this code's schema is missing.
+
+    A column the schema does not have is a mistake in dreamd's SQL and stays a traceback.
+    """
+    from daemon.db.schema import metadata
+
+    for pattern in _MISSING_COLUMN:
+        found = pattern.search(message)
+        if found is None:
+            continue
+        table, column = found.group("table"), found.group("column")
+        tables = [metadata.tables[table]] if table in metadata.tables else [] if table else list(metadata.tables.values())
+        owners = [t.name for t in tables if column in t.c]
+        return f"{owners[0]}.{column}" if owners else None
+    return None
+
+
+def _beyond_translate(what: str, exc: BaseException, *, from_driver: bool, folder: Path | None = None) -> StateError | None:
+    """The failures ``translate`` leaves alone, or words too vaguely, that are the
+    database's, not a bug's.
+
+    ``from_driver``: ``exc`` is the driver's own error (its message is the database's).
+    """
+    if isinstance(exc, UnicodeDecodeError):  # SQLite quoting garbage bytes: a corrupt file
+        return StateError(f"{what} is corrupt", hint="move it aside and restore a backup")
+    if not from_driver:
+        return None
+    primary = (getattr(exc, "sqlite_errorcode", None) or 0) & 0xFF
+    message = str(exc).strip()
+    message = message.splitlines()[0] if message else ""
+    if primary == SQLITE_CORRUPT or message.startswith("malformed database schema"):
+        # also a schema entry whose SQL no longer parses, which reads like a "syntax error"
+        return StateError(f"{what} is corrupt", hint="move it aside and restore a backup")
+    not_text = _NOT_TEXT.search(message)
+    if not_text:
+        return StateError(f"{what} is corrupt: column {not_text.group(1)!r} holds bytes that are not UTF-8 text", hint="move it aside and restore a backup")
+    column = _missing_column(message)
+    if column:
+        return StateError(
+            f"{what} does not match this dreamd's schema: column {column} is missing",
+            hint="if an older dreamd wrote it, a pass migrates it; if it was changed by hand, restore a backup or point --db at another database",
+        )
+    if primary == SQLITE_IOERR and folder is not None and _no_space_left(folder):
+        # growing the WAL index on a full disk fails as an I/O error, not as SQLITE_FULL
+        return StateError(f"{what} cannot grow: the disk is full", hint="free some space, then retry")
+    return None
+
+
+def _no_space_left(folder: Path) -> bool:
+    try:
+        return os.statvfs(folder).f_bavail == 0
+    except OSError:
+        return False
+
+
+def error_hook(what: str, folder: Path | None = None) -> Any:
+    """The ``handle_error`` hook of an engine on ``what`` (a SQLite file lives in ``folder``)."""
+
+    def handle_error(context: ExceptionContext) -> BaseException | None:
+        if context.is_pre_ping:
+            return None
+        original = context.original_exception
+        wrapped = context.sqlalchemy_exception
+        return _beyond_translate(what, original, from_driver=wrapped is not None, folder=folder) or state_error_for(what, wrapped or original)
+
+    return handle_error

@@ -87,7 +87,7 @@ class App:
         neither created nor migrated, when the App is ``read_only``)."""
         if self._engine is None:
             if self.read_only:
-                from daemon.db.engine import open_empty, open_read_only
+                from daemon.db.read_only import open_empty, open_read_only
 
                 self._engine = open_read_only(self.db_url, current=True) or open_empty()
             else:
@@ -107,10 +107,10 @@ class App:
         ``immutable`` (no lock, no journal, no WAL files), and a missing one is not created.
         While the WAL or a rollback journal holds something immutable mode would miss, the
         file is opened ``mode=ro`` instead: that never writes the database or the WAL. The
-        schema is checked only when the App is ``read_only`` (see ``db.engine.open_read_only``);
+        schema is checked only when the App is ``read_only`` (see ``db.read_only.open_read_only``);
         the caller disposes it.
         """
-        from daemon.db.engine import open_read_only
+        from daemon.db.read_only import open_read_only
 
         return open_read_only(self.db_url, current=self.read_only)
 

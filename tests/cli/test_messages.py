@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.db.engine import HEAD_REVISION
+from daemon.db.quick import HEAD_REVISION
 
 BIG = 2**63  # the first id no SQLite or PostgreSQL row can have
 REPO = Path(__file__).resolve().parents[2]
@@ -179,7 +179,8 @@ def test_an_older_schema_is_refused_by_reading_commands_and_migrated_by_a_pass(r
     in one line (exit 4) and leaves it as it is; the next pass migrates it."""
     from alembic import command
 
-    from daemon.db.engine import alembic_config, open_engine
+    from daemon.db.engine import open_engine
+    from daemon.db.migrating import alembic_config
 
     url, path = recorded
     engine = open_engine(url)

@@ -13,7 +13,8 @@ from sqlalchemy import insert, inspect, select
 from sqlalchemy.exc import IntegrityError, OperationalError
 
 from daemon.core.errors import StateError
-from daemon.db.engine import READ_ONLY, default_db_url, open_engine, pending_migrations
+from daemon.db.engine import READ_ONLY, default_db_url, open_engine
+from daemon.db.migrating import pending_migrations
 from daemon.db.schema import leases, stores
 
 from .helpers import NOW, add_store, sqlite_path

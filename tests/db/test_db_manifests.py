@@ -9,6 +9,7 @@ from sqlalchemy import func, insert, select
 from daemon.core.hashing import root_hash
 from daemon.db import repo
 from daemon.db import schema as t
+from daemon.db.queries import snapshots
 
 from .helpers import add_store
 
@@ -88,7 +89,7 @@ def test_a_chain_whose_rows_reach_the_store_size_or_its_depth_cap_and_a_change_o
         assert depths == [*range(102), 0]
         most = {p: f"{int(h, 16) + 7:064x}" for p, h in state.items()}
         assert _depth(conn, _save(conn, store, most)) == 0
-        monkeypatch.setattr(repo, "MAX_DELTA_DEPTH", 5)
+        monkeypatch.setattr(snapshots, "MAX_DELTA_DEPTH", 5)
         capped = [_depth(conn, _save(conn, store, most | {"moving.md": f"{step + 5000:064x}"})) for step in range(7)]
         assert capped == [1, 2, 3, 4, 5, 0, 1]
 

@@ -10,7 +10,9 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
-from daemon.db.engine import HEAD_REVISION, MIGRATIONS, alembic_config, open_engine, pending_migrations
+from daemon.db.engine import open_engine
+from daemon.db.migrating import MIGRATIONS, alembic_config, pending_migrations
+from daemon.db.quick import HEAD_REVISION
 from daemon.db.schema import metadata
 
 
@@ -112,7 +114,8 @@ def test_head_revision_constant_matches_the_migrations():
     """The fast start-up check compares against the real head of the shipped migrations."""
     from alembic.script import ScriptDirectory
 
-    from daemon.db.engine import HEAD_REVISION, alembic_config
+    from daemon.db.migrating import alembic_config
+    from daemon.db.quick import HEAD_REVISION
 
     assert ScriptDirectory.from_config(alembic_config()).get_heads() == [HEAD_REVISION]
 

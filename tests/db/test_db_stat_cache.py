@@ -9,7 +9,7 @@ from sqlalchemy.exc import IntegrityError
 
 from daemon.core.hashing import hash_bytes
 from daemon.db import repo
-from daemon.db.engine import alembic_config
+from daemon.db.migrating import alembic_config
 from .helpers import add_store
 
 DATA = b"# a\n"

@@ -157,7 +157,7 @@ def test_processes_opening_a_new_database_at_once_migrate_it_once(pg_url):
     assert all(status == 0 for status, _ in results), [err[-500:] for status, err in results if status]
     engine = open_engine(pg_url, migrate=False)
     try:
-        from daemon.db.engine import pending_migrations
+        from daemon.db.migrating import pending_migrations
 
         assert pending_migrations(engine) == []
     finally:

@@ -8,6 +8,7 @@ import signal
 import pytest
 
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.db.engine import open_engine
 
 from .conftest import wait_for, write_config
@@ -17,7 +18,7 @@ def _passes(db_url: str) -> list:
     engine = open_engine(db_url)
     try:
         with engine.connect() as conn:
-            return list(conn.execute(repo.t.passes.select().order_by(repo.t.passes.c.id)))
+            return list(conn.execute(t.passes.select().order_by(t.passes.c.id)))
     finally:
         engine.dispose()
 
@@ -28,7 +29,7 @@ def _by_store(db_url: str) -> dict[str, list]:
         with engine.connect() as conn:
             names = {s.id: s.name for s in repo.all_stores(conn)}
             found: dict[str, list] = {}
-            for row in conn.execute(repo.t.passes.select().order_by(repo.t.passes.c.id)):
+            for row in conn.execute(t.passes.select().order_by(t.passes.c.id)):
                 found.setdefault(names[row.store_id], []).append(row)
             return found
     finally:
@@ -124,7 +125,7 @@ def test_sigterm_during_a_pass_stops_it_safely_and_exits_0(tmp_path, make_store,
     assert snapshot_tree(root) == before
     engine = open_engine(db_url)
     with engine.connect() as conn:
-        assert conn.execute(repo.t.leases.select()).all() == []
+        assert conn.execute(t.leases.select()).all() == []
     engine.dispose()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.db.engine import open_engine
 
 from .conftest import wait_for, write_config
@@ -21,7 +22,7 @@ def test_two_daemons_take_turns_on_a_shared_store(pg_url, tmp_path, make_store, 
 
     def passes():
         with engine.connect() as conn:
-            return list(conn.execute(repo.t.passes.select().order_by(repo.t.passes.c.id)))
+            return list(conn.execute(t.passes.select().order_by(t.passes.c.id)))
 
     def busy_twice():
         # an edit a moment makes every pass a real one (an unchanged store is skipped in

@@ -94,6 +94,7 @@ def test_idle_workers_are_let_go(tmp_path, make_store, db_url):
 def test_the_daemon_passes_several_stores_in_one_worker(tmp_path, make_store, db_url):
     """Three stores, one pass at a time: every pass completes, and one worker process ran them all."""
     from daemon.db import repo
+    from daemon.db import schema as t
     from daemon.db.engine import open_engine
 
     config = write_config(tmp_path / "config.toml", db_url, _stores(tmp_path, make_store, ["a", "b", "c"]))
@@ -107,7 +108,7 @@ def test_the_daemon_passes_several_stores_in_one_worker(tmp_path, make_store, db
     engine = open_engine(db_url)
     try:
         with engine.connect() as conn:
-            rows = conn.execute(repo.t.passes.select()).all()
+            rows = conn.execute(t.passes.select()).all()
     finally:
         engine.dispose()
     assert [r.status for r in rows] == ["completed"] * 3

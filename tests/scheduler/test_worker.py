@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.db.engine import open_engine
 
 from .conftest import wait_for
@@ -37,7 +38,7 @@ def _duplicates_store(make_store, pairs: int):
 
 def _states(engine) -> dict[str, int]:
     with engine.connect() as conn:
-        rows = conn.execute(repo.t.proposals.select()).all()
+        rows = conn.execute(t.proposals.select()).all()
     counts: dict[str, int] = {}
     for row in rows:
         counts[row.state] = counts.get(row.state, 0) + 1
@@ -71,8 +72,8 @@ def test_sigterm_during_applies_finishes_the_write_in_progress_and_stops(tmp_pat
         assert states["applied"] + states.get("accepted", 0) == 120
         with engine.connect() as conn:
             assert repo.unfinished_journals(conn, 1) == []
-            assert conn.execute(repo.t.leases.select()).all() == []
-            (pass_row,) = conn.execute(repo.t.passes.select()).all()
+            assert conn.execute(t.leases.select()).all() == []
+            (pass_row,) = conn.execute(t.passes.select()).all()
         assert pass_row.status == "failed" and "asked to stop" in pass_row.error
     finally:
         engine.dispose()
@@ -88,7 +89,7 @@ def _assert_each_proposal_all_or_nothing(db: str, root) -> None:
     engine = open_engine(db)
     try:
         with engine.connect() as conn:
-            for row in conn.execute(repo.t.proposals.select()).all():
+            for row in conn.execute(t.proposals.select()).all():
                 files = repo.proposal_files(conn, row.store_id, row.id)
                 want = {path: (result if row.state == "applied" else base) for path, (base, result) in files.items()}
                 have = {path: hash_bytes((root / path).read_bytes()) if (root / path).exists() else None for path in files}

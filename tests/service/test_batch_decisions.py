@@ -7,6 +7,7 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ProposalError
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.service.passes.run import run_pass
 from daemon.service.proposals import Selection, decide, decide_all, get_proposal, select_pending, unreject
 
@@ -55,7 +56,7 @@ def test_a_rejection_taken_back_lifts_its_tombstone_and_is_pending_again(example
     assert view.state == "pending"
     with app.engine().connect() as conn:
         assert not repo.has_tombstone(conn, store_id, "change", first.planned.key)
-        assert "proposal.unrejected" in [e.type for e in conn.execute(repo.t.events.select())]
+        assert "proposal.unrejected" in [e.type for e in conn.execute(t.events.select())]
     with pytest.raises(ProposalError, match="is pending, not rejected"):
         unreject(app, first.id)
     decide(app, first.id, "accept")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from daemon.config import adhoc_store
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.service.apply.applying import apply
 from daemon.service.review.audit import event_log
 from daemon.service.passes.run import run_pass
@@ -77,4 +78,4 @@ def test_a_pending_proposal_carries_nothing(example_store, make_app, clock):
     assert get_proposal(app, first.id).state == "stale"
     assert found and all(o.state == "pending" for o in found)
     with app.engine().connect() as conn:
-        assert not [e for e in conn.execute(repo.t.events.select()) if e.type == "proposal.carried"]
+        assert not [e for e in conn.execute(t.events.select()) if e.type == "proposal.carried"]

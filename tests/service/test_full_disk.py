@@ -29,6 +29,7 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ApplyError
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.service.apply.applying import apply, revert
 from daemon.service.review.audit import event_log, verify
 from daemon.service.passes.run import run_pass
@@ -137,7 +138,7 @@ def _temp_files(root: Path) -> list[str]:
 
 def _journals(app) -> list[tuple[int, str, str]]:
     with app.engine().connect() as conn:
-        return [(j.proposal_id, j.operation, j.state) for j in conn.execute(repo.t.journal.select().order_by(repo.t.journal.c.id))]
+        return [(j.proposal_id, j.operation, j.state) for j in conn.execute(t.journal.select().order_by(t.journal.c.id))]
 
 
 def _events(app, pid: int) -> list[str]:

@@ -8,6 +8,7 @@ import pytest
 
 from daemon.config import adhoc_store
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.service.apply.applying import apply
 from daemon.service.holders import holder_is_dead, this_holder
 from daemon.service.leases import StoreBusyError
@@ -58,7 +59,7 @@ def test_the_lease_is_released_after_apply(example_store, make_app, clock):
     store, pid = _accepted_merge(app, example_store)
     apply(app, [pid])
     with app.engine().connect() as conn:
-        assert conn.execute(repo.t.leases.select()).all() == []
+        assert conn.execute(t.leases.select()).all() == []
 
 
 def test_recovery_leaves_a_journal_that_a_live_holder_is_writing(example_store, make_app, clock, read_tree):

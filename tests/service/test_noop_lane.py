@@ -174,7 +174,7 @@ def test_only_a_sqlite_file_named_plainly_is_taken_by_the_lane(url, store, make_
 
 def test_the_lane_knows_the_schema_the_migrations_end_at():
     """quick.HEAD_REVISION is the newest migration's revision (the lane reads no other schema)."""
-    from daemon.db.engine import alembic_config
+    from daemon.db.migrating import alembic_config
 
     from alembic.script import ScriptDirectory
 

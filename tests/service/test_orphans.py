@@ -11,6 +11,7 @@ import time
 
 from daemon.config import adhoc_store
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.service.leases import holding_store
 from daemon.service.passes.orphans import close_dead_passes
 from daemon.service.passes.run import run_pass
@@ -31,8 +32,8 @@ def test_a_pass_whose_process_died_is_closed_as_failed_by_the_next_pass(example_
         dead = repo.start_pass(conn, store_id, "daemon", "daemon", clock(), runner=_dead_runner())
     report = run_pass(app, store)
     with app.engine().connect() as conn:
-        rows = {r.id: r for r in conn.execute(repo.t.passes.select())}
-        events = [e.type for e in conn.execute(repo.t.events.select().where(repo.t.events.c.pass_id == dead))]
+        rows = {r.id: r for r in conn.execute(t.passes.select())}
+        events = [e.type for e in conn.execute(t.events.select().where(t.events.c.pass_id == dead))]
     assert rows[dead].status == "failed" and "process running it died" in rows[dead].error
     assert rows[report.pass_id].status == "completed"
     assert events == ["pass.failed"]
@@ -71,11 +72,11 @@ def test_a_sigkilled_pass_process_is_recorded_failed(tmp_path, make_store):
         child.send_signal(signal.SIGKILL)
         child.wait()
         with engine.connect() as conn:
-            assert [r.status for r in conn.execute(repo.t.passes.select())] == ["running"]
+            assert [r.status for r in conn.execute(t.passes.select())] == ["running"]
         again = subprocess.run(command, capture_output=True, text=True)
         assert again.returncode == 0, again.stderr
         with engine.connect() as conn:
-            statuses = [(r.status, r.error or "") for r in conn.execute(repo.t.passes.select().order_by(repo.t.passes.c.id))]
+            statuses = [(r.status, r.error or "") for r in conn.execute(t.passes.select().order_by(t.passes.c.id))]
     finally:
         engine.dispose()
     assert statuses[0][0] == "failed" and "died" in statuses[0][1]
@@ -93,8 +94,8 @@ def test_the_heartbeat_keeps_a_long_pass_lease_alive(example_store, make_app):
     with holding_store(app, store_id, store.name, ttl=ttl, heartbeat=True):
         time.sleep(3.0)  # over twice the ttl: the lease outlived it only by being renewed
         with app.engine().connect() as conn:
-            lease = conn.execute(repo.t.leases.select()).one()
+            lease = conn.execute(t.leases.select()).one()
         assert lease.expires_at > app.clock()
         assert lease.heartbeat_at > lease.acquired_at
     with app.engine().connect() as conn:
-        assert conn.execute(repo.t.leases.select()).all() == []
+        assert conn.execute(t.leases.select()).all() == []

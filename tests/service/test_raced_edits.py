@@ -12,6 +12,7 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ApplyError
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.service import recorded
 from daemon.service.apply import journal
 from daemon.service.apply.applying import apply
@@ -210,8 +211,8 @@ def test_a_hard_linked_note_is_skipped_and_its_bytes_never_stored(make_store, ma
     report = run_pass(app, adhoc_store(root, "deepcode"))
     assert ("linked.md", "hard-link") in [(s.path, s.reason) for s in report.skipped_files]
     with app.engine().connect() as conn:
-        stored = [row.data for row in conn.execute(repo.t.blobs.select())]
-        diffs = [row.diff for row in conn.execute(repo.t.proposals.select())]
+        stored = [row.data for row in conn.execute(t.blobs.select())]
+        diffs = [row.diff for row in conn.execute(t.proposals.select())]
     assert all(b"lives outside" not in data for data in stored if data != secret)  # a.md's own bytes are its own
     assert all("linked.md" not in d for d in diffs)
     with pytest.raises(files.UnsafePathError, match="hard-linked"):
@@ -251,7 +252,7 @@ def test_a_store_folder_replaced_at_its_path_is_refused_until_adopted(example_st
     assert adopted.code == 0, adopted.err
     assert cli("--db", db, "apply", str(pid)).code == 0
     with app.engine().connect() as conn:
-        assert "store.adopted" in [e.type for e in conn.execute(repo.t.events.select())]
+        assert "store.adopted" in [e.type for e in conn.execute(t.events.select())]
 
 
 def test_a_store_folder_replaced_by_a_symlink_is_refused_like_a_re_created_one(example_store, make_app, cli, tmp_path):
@@ -334,7 +335,7 @@ def test_resolve_keeps_the_archive_copy_when_the_removed_note_was_re_created(exa
 
 def _journal_ids(app, store):
     with app.engine().connect() as conn:
-        return [row.id for row in conn.execute(repo.t.journal.select().order_by(repo.t.journal.c.id))]
+        return [row.id for row in conn.execute(t.journal.select().order_by(t.journal.c.id))]
 
 
 def _conflicted_journal(app, store, pid):

@@ -9,8 +9,8 @@ import pytest
 from daemon.config import adhoc_store
 from daemon.core.errors import ProposalError
 from daemon.db import repo
+from daemon.db import schema as t
 from daemon.service import recorded
-from daemon.service.apply import journal
 from daemon.service.review.audit import verify
 from daemon.service.passes.run import run_pass
 from daemon.service.apply.recovery import recover
@@ -56,7 +56,7 @@ def test_recovery_leaves_a_conflict_and_resolve_undoes_only_what_dreamd_wrote(ex
     assert view.state == "stale" and "edited while being applied" in view.state_reason
     assert not any("journal" in p for p in verify(app, store).problems)
     with app.engine().connect() as conn:
-        events = [e.type for e in conn.execute(repo.t.events.select().where(repo.t.events.c.proposal_id == proposal_id))]
+        events = [e.type for e in conn.execute(t.events.select().where(t.events.c.proposal_id == proposal_id))]
     assert events[-3:] == ["journal.conflict", "proposal.stale", "journal.resolved"]
     with pytest.raises(ProposalError, match="is resolved, not in conflict"):
         resolve(app, journal_id)
@@ -146,7 +146,7 @@ def test_a_write_that_fails_mid_journal_is_rolled_back_at_once(nth, example_stor
     assert read_tree(example_store) == before  # what dreamd wrote is rolled back byte for byte
     assert get_proposal(app, merge.id).state == "accepted"
     with app.engine().connect() as conn:
-        assert [j.state for j in conn.execute(repo.t.journal.select())] == ["rolled-back"]
+        assert [j.state for j in conn.execute(t.journal.select())] == ["rolled-back"]
     clock.advance(minutes=1)
     assert run_pass(app, store).status in ("completed", "skipped") and verify(app, store).clean  # never wedged
     assert [r.state for r in apply(app, [merge.id])] == ["applied"]

@@ -15,10 +15,10 @@ def _by_retire(report, retire):
 
 
 def _tombstone_rows(app):
-    from daemon.db import repo
+    from daemon.db import schema as t
 
     with app.engine().connect() as conn:
-        return [(r.key_kind, r.key, r.lifted, r.reason) for r in conn.execute(repo.t.tombstones.select().order_by(repo.t.tombstones.c.id))]
+        return [(r.key_kind, r.key, r.lifted, r.reason) for r in conn.execute(t.tombstones.select().order_by(t.tombstones.c.id))]
 
 
 def test_rejected_proposal_comes_back_suppressed_after_an_unrelated_change(example_store, make_app, clock):
