@@ -28,7 +28,7 @@ class Seen:
         self.app = app
         self.conn = conn
         self._stores: dict[int, tuple[int, StoreConfig]] = {}
-        self._manifests: dict[tuple[int, int | None, str], dict[str, str]] = {}
+        self._manifests: dict[tuple[int, int | str], dict[str, str]] = {}  # (store, pass id or time made) -> manifest
         self._blobs: dict[str, bytes] = {}
 
     def store(self, view: ProposalView) -> tuple[int, StoreConfig]:
@@ -71,7 +71,7 @@ class Seen:
         """Path -> blob of the snapshot the proposal's pass recorded (the newest one before it
         was made, for a proposal of no pass)."""
         store_id, _ = self.store(view)
-        key = (store_id, view.pass_id, view.created_at)
+        key = (store_id, view.pass_id if view.pass_id is not None else view.created_at)
         if key not in self._manifests:
             snap = repo.pass_snapshot(self.conn, store_id, view.pass_id) if view.pass_id is not None else None
             if snap is None:
