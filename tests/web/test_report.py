@@ -116,3 +116,14 @@ def test_a_report_writes_nothing_into_the_store(reviewed, make_app, tmp_path, sn
     before = snapshot_tree(reviewed.root)
     write_html_report(app, list_proposals(app), tmp_path / "report")
     assert snapshot_tree(reviewed.root) == before
+
+
+def test_each_page_links_to_the_one_before_and_after_it_in_the_index_order(reviewed, make_app, tmp_path):
+    """The first page links only to the second as next, the second only back to the first; no key is advertised, the report runs no script."""
+    app = make_app()
+    write_html_report(app, list_proposals(app), tmp_path / "report")
+    first = (tmp_path / "report" / f"proposal-{reviewed.build}.html").read_text(encoding="utf-8")
+    second = (tmp_path / "report" / f"proposal-{reviewed.hostile}.html").read_text(encoding="utf-8")
+    assert re.findall(r'<a href="([^"]+)" rel="(prev|next)"', first) == [(f"proposal-{reviewed.hostile}.html", "next")]
+    assert re.findall(r'<a href="([^"]+)" rel="(prev|next)"', second) == [(f"proposal-{reviewed.build}.html", "prev")]
+    assert "<kbd>" not in first + second
