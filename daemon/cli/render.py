@@ -118,24 +118,9 @@ def proposal_header(p: dict[str, Any]) -> str:
 
 def reads_lines(reads: dict[str, Any]) -> list[str]:
     """What the proposal does to what the agent reads, and what no policy may accept."""
-    lines = []
-    if reads.get("rewritten"):
-        n = reads["rewritten"]
-        lines.append(f"  references: {n} rewritten to point at the note that stays")
-    if reads.get("index_limit") and not (reads.get("unloaded_before") or reads.get("unloaded_after")):
-        lines.append(f"  index: within what the agent loads ({reads['index_limit']})")
-    elif reads.get("index_limit"):
-        lines.append(
-            f"  index: the agent loads {reads['index_limit']}; entries it cannot see: "
-            f"{reads.get('unloaded_before', 0)} before, {reads.get('unloaded_after', 0)} after"
-        )
-    if reads.get("hooks_shortened"):
-        lines.append(f"  index: {reads['hooks_shortened']} entry hooks shortened at a word boundary to fit")
-    for reason in reads.get("holds", []):
-        lines.append(f"  holds: {reason} (no policy may accept this; a person may)")
-    for d in reads.get("dangling", []):
-        lines.append(f"  dangling: {d['source']}:{d['line']} {d['syntax']} {d['written']!r}: {d['why']}")
-    return lines
+    from daemon.core.proposals import read_lines
+
+    return [f"  {line}" for line in read_lines(reads)]
 
 
 def proposal_line(p: dict[str, Any]) -> str:

@@ -13,11 +13,12 @@ WEB_MODULES = ("starlette", "uvicorn")  # the `serve` extra
 @click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port to listen on; 0 picks a free one.")
 @click.pass_obj
 def serve_command(settings, host: str, port: int) -> None:  # noqa: ANN001
-    """Serve the review pages: pending proposals, their diffs, accept and reject.
+    """Serve the review pages: pending proposals, their diffs, accept, reject, undo and apply.
 
     Prints the URL to open, with an access token in it (every request without that token
-    or the cookie it sets is refused). Decisions bind to the hashes the page showed and are
-    recorded as human:USER through the surface "web". Stops on Ctrl-C or SIGTERM.
+    or the cookie it sets is refused). Decisions and applies bind to the hashes the page
+    showed and are recorded as human:USER through the surface "web". Keys: j/k next and
+    previous, a accept, r reject, u undo, ? help. Stops on Ctrl-C or SIGTERM.
     """
     from daemon.core.errors import ConfigError
 

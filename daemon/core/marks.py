@@ -59,3 +59,35 @@ def mark(text: str, evidence: Iterable[tuple[int, int, str]]) -> list[Piece]:
     if position < len(text):
         pieces.append(Piece(text[position:], False))
     return pieces
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Unmarked lines a page folds behind their count."""
+
+    text: str
+    lines: int
+
+
+def folded(pieces: list[Piece], context: int = 3, least: int = 8, unmarked_head: int = 20) -> list[Piece | Fold]:
+    """The pieces with each long unmarked stretch folded: ``context`` lines are kept next to a
+    mark (``unmarked_head`` at the top of a note with no mark at all), and the lines between
+    are folded when there are at least ``least`` of them. Every character is kept."""
+    any_mark = any(piece.marked for piece in pieces)
+    out: list[Piece | Fold] = []
+    for i, piece in enumerate(pieces):
+        if piece.marked:
+            out.append(piece)
+            continue
+        lines = piece.text.splitlines(keepends=True)
+        # next to a mark, the rest of the marked line is kept too: it is not one of the ``context`` lines
+        head = context + (not pieces[i - 1].text.endswith("\n")) if i > 0 else (0 if any_mark else unmarked_head)
+        tail = context + (not piece.text.endswith("\n")) if i < len(pieces) - 1 else 0
+        if len(lines) - head - tail < least:
+            out.append(piece)
+            continue
+        middle = lines[head : len(lines) - tail]
+        out += [Piece("".join(lines[:head]), False)] if head else []
+        out.append(Fold("".join(middle), len(middle)))
+        out += [Piece("".join(lines[len(lines) - tail :]), False)] if tail else []
+    return out

@@ -8,7 +8,9 @@ change builder turns it into files, the diff engine into a unified diff, validat
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from daemon.core.errors import ProposalError
 from daemon.core.hashing import hash_text
@@ -193,6 +195,29 @@ class ReadFacts:
             unloaded_after=int(raw.get("unloaded_after", 0)), pushed_out=tuple(raw.get("pushed_out", ())),  # type: ignore[arg-type]
             hooks_shortened=int(raw.get("hooks_shortened", 0)), held=tuple(raw.get("held", ())),  # type: ignore[arg-type]
         )  # fmt: skip
+
+
+def read_lines(reads: Mapping[str, Any]) -> list[str]:
+    """A proposal's stored read facts (``ReadFacts.as_dict``) as the lines ``dreamd show`` and
+    the review pages print: references rewritten, the index against what the agent loads,
+    hooks shortened, why no policy may accept it, each reference left dangling."""
+    lines = []
+    if reads.get("rewritten"):
+        lines.append(f"references: {reads['rewritten']} rewritten to point at the note that stays")
+    if reads.get("index_limit") and not (reads.get("unloaded_before") or reads.get("unloaded_after")):
+        lines.append(f"index: within what the agent loads ({reads['index_limit']})")
+    elif reads.get("index_limit"):
+        lines.append(
+            f"index: the agent loads {reads['index_limit']}; entries it cannot see: "
+            f"{reads.get('unloaded_before', 0)} before, {reads.get('unloaded_after', 0)} after"
+        )
+    if reads.get("hooks_shortened"):
+        lines.append(f"index: {reads['hooks_shortened']} entry hooks shortened at a word boundary to fit")
+    for reason in reads.get("holds", []):
+        lines.append(f"holds: {reason} (no policy may accept this; a person may)")
+    for d in reads.get("dangling", []):
+        lines.append(f"dangling: {d['source']}:{d['line']} {d['syntax']} {d['written']!r}: {d['why']}")
+    return lines
 
 
 @dataclass(frozen=True)

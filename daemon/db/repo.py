@@ -32,6 +32,7 @@ from daemon.db.queries.snapshots import (  # noqa: F401
     save_stat_cache,
     add_snapshot,
     latest_snapshot,
+    pass_snapshot,
     snapshots,
     manifest_id,
 )

@@ -46,10 +46,11 @@ class Served:
 
 
 @contextmanager
-def serving(db_url: str, log: Path, port: int = 0) -> Iterator[Served]:
-    """``dreamd serve`` as a subprocess until the block ends (then SIGTERM), with the URL it printed."""
+def serving(db_url: str, log: Path, port: int = 0, env: dict[str, str] | None = None) -> Iterator[Served]:
+    """``dreamd serve`` as a subprocess until the block ends (then SIGTERM), with the URL it
+    printed; ``env``: its environment (default: the test's own)."""
     with open(log, "a") as errors:
-        process = subprocess.Popen([DREAMD, "--db", db_url, "serve", "--port", str(port)], stdout=subprocess.PIPE, stderr=errors, text=True)
+        process = subprocess.Popen([DREAMD, "--db", db_url, "serve", "--port", str(port)], stdout=subprocess.PIPE, stderr=errors, text=True, env=env)
     try:
         printed = _first_line(process, timeout=20)
         found = re.fullmatch(r"dreamd serve: open (http://127\.0\.0\.1:(\d+))/\?token=[\w-]+\n", printed)

@@ -50,7 +50,7 @@ def test_every_link_resolves_to_a_written_file_and_nothing_is_fetched(reviewed, 
         assert refs.tags & {"script", "link", "img", "iframe", "object", "embed"} == set()
         text = page.read_text(encoding="utf-8")
         assert re.findall(r"https?://", text) == [] and "url(" not in text and "@import" not in text
-    assert _parsed(written[0]).refs == ["index.html", f"proposal-{reviewed.build}.html", f"proposal-{reviewed.hostile}.html"]
+    assert _parsed(written[0]).refs == ["index.html", f"proposal-{reviewed.build}.html", f"proposal-{reviewed.build}.html", f"proposal-{reviewed.hostile}.html"]
 
 
 def test_note_markup_is_shown_as_text_never_as_markup(reviewed, make_app, tmp_path):
@@ -59,7 +59,7 @@ def test_note_markup_is_shown_as_text_never_as_markup(reviewed, make_app, tmp_pa
     written = write_html_report(app, list_proposals(app), tmp_path / "report")
     page = (tmp_path / "report" / f"proposal-{reviewed.hostile}.html").read_text(encoding="utf-8")
     assert all("<script" not in p.read_text(encoding="utf-8") for p in written)
-    assert "name: &lt;script&gt;alert(1)&lt;/script&gt;</td>" in page  # a context line of the diff
+    assert '<span class="text">name: &lt;script&gt;alert(1)&lt;/script&gt;</span>' in page  # a context line of the diff
     assert "<mark>Run &lt;script&gt;alert(&#34;body&#34;)&lt;/script&gt; before &amp; after.</mark>" in page
     assert "&lt;script&gt;x.md =&gt; .dreamd-archive/&lt;script&gt;x.md" in page
 
@@ -83,8 +83,8 @@ def test_a_proposal_page_shows_the_diff_unified_and_side_by_side(reviewed, make_
     page = (tmp_path / "report" / f"proposal-{reviewed.build}.html").read_text(encoding="utf-8")
     line = "- [Build again](build-again.md) — how to build"
     unified, side = page.split('<details id="side-by-side">')
-    assert f'<tr class="removed"><td class="no">4</td><td class="no"></td><td class="sign">-</td><td>{line}</td></tr>' in unified
-    assert f'<td class="no">4</td><td class="removed">{line}</td><td class="no"></td><td></td>' in side
+    assert f'<div class="row removed"><span class="no">4</span><span class="no"></span><span class="sign">-</span><span class="text">{line}</span></div>' in unified
+    assert f'<div class="pair"><span class="no">4</span><span class="text removed">{line}</span><span class="no"></span><span class="text empty"></span></div>' in side
 
 
 def test_a_proposal_page_marks_each_evidence_quote_in_the_recorded_note(reviewed, make_app, tmp_path):
@@ -95,7 +95,7 @@ def test_a_proposal_page_marks_each_evidence_quote_in_the_recorded_note(reviewed
     page = (tmp_path / "report" / f"proposal-{reviewed.build}.html").read_text(encoding="utf-8")
     assert page.count("<mark>Build with `make build`; it writes the binary to `out/app`.</mark>") == 2
     assert "edited after the pass" not in page
-    assert "<h3><code>build.md</code></h3>" in page and "<h3><code>build-again.md</code></h3>" in page
+    assert re.findall(r"<h3><code>(build[\w-]*\.md)</code>", page) == ["build.md", "build-again.md"]
 
 
 def test_a_proposal_page_shows_confidence_source_policy_verdict_and_decisions(reviewed, make_app, tmp_path):
@@ -116,3 +116,14 @@ def test_a_report_writes_nothing_into_the_store(reviewed, make_app, tmp_path, sn
     before = snapshot_tree(reviewed.root)
     write_html_report(app, list_proposals(app), tmp_path / "report")
     assert snapshot_tree(reviewed.root) == before
+
+
+def test_each_page_links_to_the_one_before_and_after_it_in_the_index_order(reviewed, make_app, tmp_path):
+    """The first page links only to the second as next, the second only back to the first; no key is advertised, the report runs no script."""
+    app = make_app()
+    write_html_report(app, list_proposals(app), tmp_path / "report")
+    first = (tmp_path / "report" / f"proposal-{reviewed.build}.html").read_text(encoding="utf-8")
+    second = (tmp_path / "report" / f"proposal-{reviewed.hostile}.html").read_text(encoding="utf-8")
+    assert re.findall(r'<a href="([^"]+)" rel="(prev|next)"', first) == [(f"proposal-{reviewed.hostile}.html", "next")]
+    assert re.findall(r'<a href="([^"]+)" rel="(prev|next)"', second) == [(f"proposal-{reviewed.build}.html", "prev")]
+    assert "<kbd>" not in first + second

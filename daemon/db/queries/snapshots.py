@@ -221,6 +221,12 @@ def latest_snapshot(conn: Connection, store_id: int, as_of: dt.datetime | None =
     return conn.execute(_LATEST_SNAPSHOT_AS_OF[as_of is not None], {"store_id": store_id, "as_of": as_of}).first()
 
 
+def pass_snapshot(conn: Connection, store_id: int, pass_id: int) -> Any:
+    """The snapshot a pass recorded of the store it read (None: it recorded none, as a skipped pass)."""
+    c = t.snapshots.c
+    return conn.execute(select(t.snapshots).where(c.store_id == store_id, c.pass_id == pass_id, c.reason == "pass").order_by(c.id).limit(1)).first()
+
+
 def snapshots(conn: Connection, store_id: int, limit: int = 50) -> list[Any]:
     query = (
         select(t.snapshots, t.manifests.c.root_hash, t.manifests.c.file_count)

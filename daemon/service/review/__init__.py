@@ -1,9 +1,11 @@
 """Review: what people read and decide with, beyond ``service.proposals``' list, show and decide.
 
 ``session`` is ``dreamd review``'s one-at-a-time walk with its undo, ``web`` and
-``web_access`` the local pages of ``dreamd serve`` and who may use them, ``pages`` the HTML
-both the pages and ``export --html`` draw, ``export`` patch files and a review branch, and
-``audit`` what happened to a store and whether it is as dreamd left it.
+``web_access`` the local pages of ``dreamd serve`` and who may use them, ``decisions`` what
+those pages decide, apply and take back, ``pages`` the HTML both the pages and ``export
+--html`` draw (``seen``: the bytes a proposal was made from; ``agent_reads``: what the agent
+reads after it), ``export`` patch files and a review branch, and ``audit`` what happened to
+a store and whether it is as dreamd left it.
 """
 
 from daemon.service.face import face
