@@ -54,7 +54,7 @@ def test_a_live_or_foreign_runner_is_left_running(example_store, make_app, clock
 
 def test_a_sigkilled_pass_process_is_recorded_failed(tmp_path, make_store):
     """A real ``dreamd pass`` killed with SIGKILL mid-pass: the next pass closes its row."""
-    files = {f"note-{i:04d}.md": f"# Note {i}\n\n" + " ".join(f"word{(i * 7 + j) % 900}" for j in range(300)) + "\n" for i in range(1500)}
+    files = {f"note-{i:04d}.md": f"# Note {i}\n\n" + " ".join(f"word{(i * 7 + j) % 900}" for j in range(60)) + "\n" for i in range(600)}
     root = make_store(files)
     db = f"sqlite:///{tmp_path / 'state.db'}"
     command = [sys.executable, "-m", "daemon", "--db", db, "pass", "--store", str(root), "--preset", "generic"]
