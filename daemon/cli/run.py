@@ -54,6 +54,7 @@ def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
         emit_json(shown)
         return
     daemon = shown["daemon"]
+    click.echo(one_line(f"state database: {shown['database']}"))
     click.echo(f"daemon: running, pid {daemon['pid']}, since {daemon['started_at'][:19]}" if daemon else "daemon: not running on this host")
     for row in shown["stores"]:
         click.echo(_status_text(row))

@@ -7,6 +7,7 @@
     │   ├── EditRacedError          a file was edited in the instant dreamd replaced it (kept: caught file, blob)
     │   └── StoreMovedError         the store's folder is not the one registered (replaced at its path)
     ├── StateError                  the state database is locked, gone or too new
+    │   └── DaemonRunningError      another daemon runs on this state database (on this host)
     ├── ProposalError               unknown proposal, illegal state transition
     │   ├── ValidationError         a proposal breaks an invariant (refused)
     │   └── DiffError               a diff does not rebuild its result
@@ -77,6 +78,12 @@ class StoreMovedError(StoreError):
 class StateError(DreamdError):
     code = "state"
     exit_code = 4
+
+
+class DaemonRunningError(StateError):
+    """A daemon holds the state database on this host: a second one is refused at start."""
+
+    code = "daemon-running"
 
 
 class ProposalError(DreamdError):

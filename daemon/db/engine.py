@@ -45,6 +45,7 @@ from sqlalchemy.pool import StaticPool
 from daemon.core.errors import ConfigError, StateError
 from daemon.db.quick import HEAD_REVISION
 from daemon.db.translate import state_error_for, translate_db_errors
+from daemon.locations import default_db_url
 
 __all__ = [
     "READ_ONLY",
@@ -61,13 +62,6 @@ __all__ = [
 MIGRATIONS = Path(__file__).resolve().with_name("migrations")
 READ_ONLY: dict[str, Any] = {"dreamd_read_only": True}
 DEFAULT_BUSY_TIMEOUT_MS = 5000
-
-
-def default_db_url() -> str:
-    """The SQLite file used when no URL is configured: ``state.db`` in the state directory."""
-    from daemon.locations import state_dir
-
-    return f"sqlite:///{state_dir() / 'state.db'}"
 
 
 def describe(url: URL) -> str:
