@@ -307,14 +307,15 @@ class Notify:
 
     command: tuple[str, ...] = ()
     timeout_s: float = 10.0
+    only_new: bool = False  # run only after a pass that made new proposals waiting, not on every reminder
 
 
 def _parse_notify(raw: Any, where: str) -> Notify:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: 'notify' must be a table")
-    unknown = set(raw) - {"command", "timeout_s"}
+    unknown = set(raw) - {"command", "timeout_s", "only_new"}
     if unknown:
-        raise ConfigError(f"{where}: notify: unknown key {sorted(unknown)[0]!r} (allowed: command, timeout_s)")
+        raise ConfigError(f"{where}: notify: unknown key {sorted(unknown)[0]!r} (allowed: command, only_new, timeout_s)")
     if not raw:
         return Notify()
     command = raw.get("command")
@@ -323,4 +324,7 @@ def _parse_notify(raw: Any, where: str) -> Notify:
     timeout = raw.get("timeout_s", Notify.timeout_s)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
         raise ConfigError(f"{where}: notify.timeout_s must be a number of seconds in (0, 3600]")
-    return Notify(tuple(command), float(timeout))
+    only_new = raw.get("only_new", False)
+    if not isinstance(only_new, bool):
+        raise ConfigError(f"{where}: notify.only_new must be true or false")
+    return Notify(tuple(command), float(timeout), only_new)

@@ -141,3 +141,8 @@ def reads_lines(reads: dict[str, Any]) -> list[str]:
 def proposal_line(p: dict[str, Any]) -> str:
     lossy = " lossy" if p.get("lossy") else ""
     return one_line(f"#{p['id']:<5} {p['state']:<10} {p['kind']:<11} {p['confidence']:.2f}{lossy}  {p['store']}: {p['title']}")
+
+
+def waiting_parts(pending: int, accepted: int) -> str:
+    """What waits for a person, as ``status`` and ``pass --all`` say it: ``3 pending, 1 accepted, not applied``."""
+    return ", ".join([f"{pending} pending"] * bool(pending or not accepted) + [f"{accepted} accepted, not applied"] * bool(accepted))

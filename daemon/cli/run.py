@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from daemon.cli.render import DEFAULT_CONFIG, emit_json, one_line
+from daemon.cli.render import DEFAULT_CONFIG, emit_json, one_line, waiting_parts
 
 
 @click.command("run")
@@ -83,11 +83,10 @@ def _status_text(row: dict) -> str:
 
 def _waiting_text(row: dict) -> str:
     """How many proposals wait for a person (to review or to apply), and since when."""
-    pending, accepted = row["proposals"].get("pending", 0), row["proposals"].get("accepted", 0)
     if not row["waiting"]:
         return "nothing waits"
-    parts = [f"{pending} pending"] + ([f"{accepted} accepted, not applied"] if accepted else [])
-    return f"{', '.join(parts)}, waiting since {row['waiting_since'][:19]}"
+    pending, accepted = row["proposals"].get("pending", 0), row["proposals"].get("accepted", 0)
+    return f"{waiting_parts(pending, accepted)}, waiting since {row['waiting_since'][:19]}"
 
 
 COMMANDS = [run_command, status_command]

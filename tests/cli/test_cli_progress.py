@@ -80,18 +80,18 @@ def test_pass_all_on_a_pipe_prints_nothing_on_stderr(two_configured):
     """``pass --all`` with stderr a pipe prints its two store lines and nothing on stderr."""
     done = subprocess.run([sys.executable, "-m", "daemon", "--config", str(two_configured), "pass", "--all"], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "s0: 1 proposal(s) wait for review (1 new): dreamd proposals --store s0\ns1: 1 proposal(s) wait for review (1 new): dreamd proposals --store s1\n"
+    assert done.stdout == "s0: 1 proposal(s) wait for a person (1 pending; 1 new): dreamd review s0\ns1: 1 proposal(s) wait for a person (1 pending; 1 new): dreamd review s1\n"
 
 
 def test_a_cli_pass_runs_the_notify_command(tmp_path, example_store, cli):
-    """``dreamd pass`` with [notify] in the config runs the command once, with the store, the count waiting and the pass id."""
+    """``dreamd pass`` with [notify] in the config runs the command once, with the store, the count waiting, the pass id and the count new."""
     got = tmp_path / "got.json"
     script = tmp_path / "notify.py"
     script.write_text(f"import json, sys\nopen({str(got)!r}, 'w').write(json.dumps([sys.argv[1:], json.load(sys.stdin)['waiting']]))\n")
     config = tmp_path / "dreamd.toml"
     config.write_text(f'[notify]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n\n[[stores]]\nname = "notes"\npath = "{example_store}"\npreset = "deepcode"\n')
     pass_id = json.loads(cli("--config", str(config), "pass", "notes", "--json").out)["pass_id"]
-    assert json.loads(got.read_text()) == [["notes", "6", str(pass_id)], 6]
+    assert json.loads(got.read_text()) == [["notes", "6", str(pass_id), "6"], 6]
 
 
 def test_a_pass_on_a_terminal_draws_a_bar_per_stage(tmp_path, make_store, db_url):

@@ -136,7 +136,7 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root:
     for skipped in report.skipped_files:
         where.info("file.skipped", path=skipped.path, reason=skipped.reason)
     where.info(f"pass.{report.status}", **{k: v for k, v in report.stats.items() if k != "v"})
-    notify_waiting(app, store, report.status, report.pass_id)  # [notify]: proposals wait for a person
+    notify_waiting(app, store, report.status, report.pass_id, report.new_waiting)  # [notify]: proposals wait for a person
     return report
 
 
