@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from daemon.core.errors import ConfigError
+from daemon.core.spelling import did_you_mean
 from daemon.llm.base import ModelSettings
 from daemon.planners.settings import DetectorSettings
 from daemon.schedules import Schedule, parse_schedule
@@ -73,7 +75,7 @@ class Config:
             return self.stores[name]
         except KeyError:
             known = ", ".join(sorted(self.stores)) or "none configured"
-            raise ConfigError(f"no store named {name!r} (known: {known})", hint="use --store PATH --preset NAME, or add [[stores]] to the config") from None
+            raise ConfigError(f"no store named {name!r}{did_you_mean(name, self.stores)} (known: {known})", hint="use --store PATH --preset NAME, or add [[stores]] to the config") from None
 
     def completed(self, store: StoreConfig) -> StoreConfig:
         """``store`` as a command uses it: one not in the config takes the global [llm]."""
@@ -136,11 +138,17 @@ def config_from_text(text: str, file: Path) -> Config:
     return parse_config(raw, file)
 
 
+def unknown_key(where: str, unknown: set[str], allowed: Iterable[str]) -> ConfigError:
+    """A key the config does not know, with the one that was most likely meant and every one allowed."""
+    key = sorted(unknown)[0]
+    return ConfigError(f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}", hint=f"allowed: {', '.join(sorted(allowed))}")
+
+
 def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     where = f"config {source}" if source else "config"
     unknown = set(raw) - _TOP_KEYS
     if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_TOP_KEYS))})")
+        raise unknown_key(where, unknown, _TOP_KEYS)
     stores: dict[str, StoreConfig] = {}
     entries = raw.get("stores", [])
     if not isinstance(entries, list):
@@ -169,7 +177,7 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
         raise ConfigError(f"{where}: stores entry {number} must be a table")
     unknown = set(entry) - _STORE_KEYS
     if unknown:
-        raise ConfigError(f"{where}: stores entry {number}: unknown key {sorted(unknown)[0]!r}")
+        raise unknown_key(f"{where}: stores entry {number}", unknown, _STORE_KEYS)
     for key in ("name", "path", "preset"):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise ConfigError(f"{where}: stores entry {number} needs a '{key}' string")
@@ -179,7 +187,7 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
     try:
         resolved = resolve_settings(entry["preset"], settings)
     except ConfigError as exc:
-        raise ConfigError(f"{where}: store {entry['name']!r}: {exc}") from None
+        raise ConfigError(f"{where}: store {entry['name']!r}: {exc}", hint=exc.hint or None) from None
     root = (base / Path(entry["path"]).expanduser()).resolve()
     store_llm = entry.get("llm", {})
     if not isinstance(store_llm, dict):
@@ -233,9 +241,12 @@ def _policy_path(value: Any, where: str, base: Path) -> Path | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: policy must be a shipped policy name or a file path")
-    from daemon.policies.load import load_policy, shipped_policy
+    from daemon.policies.load import load_policy, policy_file
 
-    path = shipped_policy(value) or (base / Path(value).expanduser()).resolve()
+    try:
+        path = policy_file(value, base)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}", hint=exc.hint or None) from None
     load_policy(path)  # a bad policy is a bad config: refuse it now, with its line numbers
     return path
 
@@ -246,7 +257,7 @@ def _parse_llm(raw: dict[str, Any], where: str, base: Path) -> ModelSettings:
         raise ConfigError(f"{where}: llm: api_key must not be written in a config file", hint="set api_key_env to the NAME of an environment variable holding it")
     unknown = set(raw) - set(_LLM_KEYS)
     if unknown:
-        raise ConfigError(f"{where}: llm: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_LLM_KEYS))})")
+        raise unknown_key(f"{where}: llm", unknown, _LLM_KEYS)
     if not isinstance(raw.get("model"), str) or not raw["model"].strip():
         raise ConfigError(f"{where}: llm: 'model' must name a litellm model, e.g. \"openai/gpt-4o-mini\"")
     values: dict[str, Any] = {}
@@ -272,7 +283,7 @@ def _parse_planner(raw: Any, where: str) -> DetectorSettings:
     allowed = {"near_threshold", "shingle_size", "min_words"}
     unknown = set(raw) - allowed
     if unknown:
-        raise ConfigError(f"{where}: planner: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        raise unknown_key(f"{where}: planner", unknown, allowed)
     threshold = raw.get("near_threshold", defaults.near_threshold)
     if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise ConfigError(f"{where}: planner.near_threshold must be a number in (0, 1]")
@@ -291,7 +302,7 @@ def _parse_limits(raw: Any, where: str) -> Limits:
     allowed = {f.name for f in dataclasses.fields(Limits)}
     unknown = set(raw) - allowed
     if unknown:
-        raise ConfigError(f"{where}: limits: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        raise unknown_key(f"{where}: limits", unknown, allowed)
     values = {}
     for key, value in raw.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 86_400:
@@ -315,7 +326,7 @@ def _parse_notify(raw: Any, where: str) -> Notify:
         raise ConfigError(f"{where}: 'notify' must be a table")
     unknown = set(raw) - {"command", "timeout_s", "only_new"}
     if unknown:
-        raise ConfigError(f"{where}: notify: unknown key {sorted(unknown)[0]!r} (allowed: command, only_new, timeout_s)")
+        raise unknown_key(f"{where}: notify", unknown, {"command", "timeout_s", "only_new"})
     if not raw:
         return Notify()
     command = raw.get("command")
