@@ -74,8 +74,10 @@ class Config:
         try:
             return self.stores[name]
         except KeyError:
+            if self.source is None:
+                raise ConfigError(f"no store named {name!r}: {no_config_loaded()}", hint="give --config FILE, or name the folder: --store PATH --preset NAME") from None
             known = ", ".join(sorted(self.stores)) or "none configured"
-            raise ConfigError(f"no store named {name!r}{did_you_mean(name, self.stores)} (known: {known})", hint="use --store PATH --preset NAME, or add [[stores]] to the config") from None
+            raise ConfigError(f"no store named {name!r}{did_you_mean(name, self.stores)} (known: {known})", hint=f"use --store PATH --preset NAME, or add [[stores]] to {self.source}") from None
 
     def completed(self, store: StoreConfig) -> StoreConfig:
         """``store`` as a command uses it: one not in the config takes the global [llm]."""
@@ -106,10 +108,21 @@ def config_file(path: str | Path | None) -> Path | None:
     chosen = path or os.environ.get("DREAMD_CONFIG")
     if chosen:
         return Path(chosen).expanduser()
+    found = default_config_file()
+    return found if found.exists() else None
+
+
+def default_config_file() -> Path:
+    """``$XDG_CONFIG_HOME/dreamd/config.toml`` (``~/.config/…`` when that variable is unset or
+    relative): the file read when no other is given."""
     xdg = os.environ.get("XDG_CONFIG_HOME", "")
     home = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    found = home / "dreamd" / "config.toml"
-    return found if found.exists() else None
+    return home / "dreamd" / "config.toml"
+
+
+def no_config_loaded() -> str:
+    """What a message says when a command needed a config and none was read."""
+    return f"no config was loaded (no --config, no DREAMD_CONFIG, and no {default_config_file()})"
 
 
 def read_config_text(file: Path) -> str:

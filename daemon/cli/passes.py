@@ -7,7 +7,7 @@ import shlex
 import click
 
 from daemon.cli.progress import Bar, Stages
-from daemon.cli.render import DEFAULT_CONFIG, diff_text, emit_json, planned_json, proposal_header, say, waiting_parts
+from daemon.cli.render import diff_text, emit_json, planned_json, proposal_header, say, waiting_parts
 
 
 @click.command("pass")
@@ -74,11 +74,14 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
 
 def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
     """Cron mode: one line per store that needs review, one error line per failed store."""
+    from daemon.config import default_config_file, no_config_loaded
     from daemon.core.errors import ConfigError, DreamdError
     from daemon.service.passes import pass_over
 
+    if app.config.source is None:
+        raise ConfigError(f"--all passes over the stores of a config, and {no_config_loaded()}", hint=f"give --config FILE, or write {default_config_file()} with [[stores]]")
     if not app.config.stores:
-        raise ConfigError("--all needs stores in the config ([[stores]])", hint=f"give --config FILE, or add [[stores]] to {DEFAULT_CONFIG}")
+        raise ConfigError(f"--all needs stores in the config: {app.config.source} has no [[stores]]")
     summary, said, failed, busy = [], [], 0, 0  # said: (line, to stderr), printed once the bar is gone
     stores = sorted(app.config.stores.items())
     with Bar("passing") as bar:

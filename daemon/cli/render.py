@@ -9,9 +9,6 @@ from typing import Any
 
 import click
 
-
-DEFAULT_CONFIG = "~/.config/dreamd/config.toml"  # $XDG_CONFIG_HOME/dreamd/config.toml, read when no --config is given
-
 # C0 and C1 control characters but newline and tab: a note's name or text could otherwise move
 # the cursor, rewrite the screen or set the window title of whoever reads dreamd's output.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

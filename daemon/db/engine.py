@@ -28,6 +28,7 @@ write, no lock to wait for, no migration (an older schema is refused, not upgrad
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -45,7 +46,7 @@ from sqlalchemy.pool import StaticPool
 from daemon.core.errors import ConfigError, StateError
 from daemon.db.quick import HEAD_REVISION
 from daemon.db.translate import state_error_for, translate_db_errors
-from daemon.locations import default_db_url
+from daemon.locations import default_db_url, state_dir
 
 __all__ = [
     "READ_ONLY",
@@ -196,6 +197,8 @@ def open_read_only(url: str, *, current: bool = False) -> Engine | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if exc.errno == errno.ENOTDIR:  # a file where a folder of the path should be
+            raise StateError(f"{what} cannot be opened: {_why_not_a_folder(path.parent, exc)}", hint=STATE_DIR_HINT if _is_state_dir(path.parent) else GIVEN_URL_HINT) from None
         raise StateError(f"{what} cannot be read: {exc.strerror or exc}", hint="check the path and its folders' permissions") from None
     if not stat.S_ISREG(info.st_mode):
         raise StateError(f"{what} cannot be opened: it is not a regular file", hint="check that the path names a file in a directory you can write")
@@ -406,10 +409,29 @@ def _make_private_dir(directory: Path) -> None:
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
-        raise StateError(
-            f"cannot create the state directory {directory}: {exc.strerror or exc}",
-            hint="check permissions, or set STATE_DIRECTORY or XDG_STATE_HOME",
-        ) from exc
+        if _is_state_dir(directory):
+            raise StateError(f"cannot create the state directory {directory}: {_why_not_a_folder(directory, exc)}", hint=STATE_DIR_HINT) from exc
+        raise StateError(f"cannot create {directory}, the folder of the state database given: {_why_not_a_folder(directory, exc)}", hint=GIVEN_URL_HINT) from exc
+
+
+STATE_DIR_HINT = "check permissions, or set STATE_DIRECTORY or XDG_STATE_HOME"
+# Advice for a database URL someone gave (--db, DREAMD_DB, the config's db): the state
+# directory's variables would not move it.
+GIVEN_URL_HINT = "give --db (or DREAMD_DB, or the config's db) a file in a folder you can write"
+
+
+def _is_state_dir(directory: Path) -> bool:
+    """Whether ``directory`` is the state directory (the default database's folder)."""
+    return directory.expanduser().absolute() == state_dir().absolute()
+
+
+def _why_not_a_folder(directory: Path, exc: OSError) -> str:
+    """Why a folder cannot be made: the file in the way when one of its parents is one."""
+    if exc.errno == errno.ENOTDIR or (exc.errno == errno.EEXIST and not directory.is_dir()):
+        for parent in [directory, *directory.parents]:
+            if parent.exists() and not parent.is_dir():
+                return f"{parent} is a file, not a folder"
+    return exc.strerror or str(exc)
 
 
 def _run_pragmas(dbapi_connection: Any, statements: list[str]) -> None:

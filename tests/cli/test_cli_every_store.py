@@ -105,9 +105,10 @@ def test_status_with_no_store_at_all_gives_advice_that_works(tmp_path, make_stor
     """With no store configured or used, ``status`` exits 2 with advice; doing what it says makes status answer."""
     done = cli("status")
     assert (done.code, done.out) == (2, "")
+    home = tmp_path / "xdg-config" / "dreamd" / "config.toml"
     assert done.err == (
-        "error[config]: no stores yet: none configured, none used by path (add [[stores]] to ~/.config/dreamd/config.toml "
-        "(or --config FILE), or run dreamd pass --store PATH --preset NAME)\n"
+        f"error[config]: no stores yet: no config was loaded (no --config, no DREAMD_CONFIG, and no {home}), and none was used by path "
+        f"(add [[stores]] to {home} (or give --config FILE), or run dreamd pass --store PATH --preset NAME)\n"
     )
     lone = make_store({"a.md": DUPLICATE, "b.md": DUPLICATE}, name="lone")
     cli("pass", "--store", str(lone), "--preset", "generic")
