@@ -2,6 +2,7 @@
 
     DreamdError                     (code, exit_code)
     ├── ConfigError                 bad config file, unknown store or preset
+    │   └── MissingKeyError         a store's model has no key to call it with
     ├── StoreError                  a store cannot be read or written
     │   ├── UnsafePathError         a path escapes the store root
     │   ├── EditRacedError          a file was edited in the instant dreamd replaced it (kept: caught file, blob)
@@ -49,6 +50,12 @@ class DreamdError(Exception):
 class ConfigError(DreamdError):
     code = "config"
     exit_code = 2
+
+
+class MissingKeyError(ConfigError):
+    """The key a store's model needs is not in the environment: refused before the pass starts."""
+
+    code = "model-key"
 
 
 class StoreError(DreamdError):

@@ -86,3 +86,16 @@ def test_a_db_given_in_a_folder_that_cannot_be_made_says_it_was_given(example_st
     db = Path("/proc/dreamd-test-no-folder/state.db")
     done = cli("--db", f"sqlite:///{db}", "pass", "--store", str(example_store), "--preset", "deepcode")
     assert (done.code, done.err) == (4, f"error[state]: cannot create {db.parent}, the folder of the state database given: No such file or directory (give --db (or DREAMD_DB, or the config's db) a file in a folder you can write)\n")
+
+
+def test_a_missing_model_key_is_one_line_before_the_pass_starts(tmp_path, example_store, cli, monkeypatch):
+    """A model whose key variable is unset: exit 2 and one line naming the variable, with no
+    pass recorded and no detector run (it was a failed model call after the whole pass)."""
+    monkeypatch.delenv("DREAMD_TEST_UNSET_KEY", raising=False)
+    config = tmp_path / "dreamd.toml"
+    config.write_text(f'[llm]\nmodel = "openai/gpt-4o-mini"\napi_key_env = "DREAMD_TEST_UNSET_KEY"\n' + STORE.format(store=example_store))
+    done = cli("--config", str(config), "pass", "notes")
+    assert (done.code, done.out) == (2, "")
+    assert done.err == ("error[model-key]: store notes: model openai/gpt-4o-mini: the environment variable DREAMD_TEST_UNSET_KEY (api_key_env) "
+                        "is not set or empty; nothing was passed over (export it where dreamd runs (the units read /etc/dreamd/env))\n")  # fmt: skip
+    assert cli("--config", str(config), "status", "--json").out.count('"last_pass": null') == 1
