@@ -109,7 +109,7 @@ class LiteLLMClient:
                         ModelTransientError(f"{exc} (gave up after {attempts} attempts)"), attempts
                     ) from None
                 wait = self.backoff(attempts)
-                log.warning(
+                log.info(  # the call's end is what a person is told: its error once, or nothing
                     "model call failed, retrying", model=settings.model, attempt=attempts, wait_s=wait, error=str(exc)
                 )
                 self._sleep(wait)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -112,3 +113,27 @@ def test_a_pass_on_a_pipe_draws_nothing(tmp_path, make_store, db_url):
     assert done.returncode == 0
     assert all(json.loads(line)["event"] for line in done.stderr.splitlines())
     assert "reading notes" not in done.stderr and "detecting" not in done.stderr
+
+
+def test_a_warning_while_a_bar_is_drawn_starts_a_line_of_its_own(tmp_path, example_store):
+    """A [notify] program that fails logs a warning while the pass's last bar is still drawn:
+    the bar's line is wiped first, so the warning starts at the left edge, not after ``6/6``."""
+    config = tmp_path / "dreamd.toml"
+    config.write_text(f'[notify]\ncommand = ["false"]\n\n[[stores]]\nname = "notes"\npath = "{example_store}"\npreset = "deepcode"\n')
+    code, out, terminal = _with_terminal_stderr(["--config", str(config), "pass", "notes", "--summary"])
+    assert code == 0 and out.startswith("notes: pass #1: ")
+    found = re.search(r"(.{12})\d{4}-\d\d-\d\dT[\d:.]+Z \[warning  \] notify\.failed", terminal, re.DOTALL)
+    assert found, terminal
+    assert found.group(1).endswith("6/6\r\x1b[K"), repr(found.group(1))  # the bar, then its line wiped
+
+
+def test_a_failed_model_part_is_said_once(tmp_path, example_store):
+    """A model that cannot be reached: its failure is the one error line at the end, with no
+    log lines repeating it (retries, pass.failed) on the terminal."""
+    config = tmp_path / "dreamd.toml"
+    config.write_text(f'[llm]\nmodel = "openai/stand-in"\napi_base = "http://127.0.0.1:9/v1"\nretries = 1\ntimeout_s = 5\n\n'
+                      f'[[stores]]\nname = "notes"\npath = "{example_store}"\npreset = "deepcode"\n')  # fmt: skip
+    code, _, terminal = _with_terminal_stderr(["--config", str(config), "pass", "notes", "--summary"])
+    assert code != 0
+    assert terminal.count("model openai/stand-in") == 1, terminal
+    assert "retrying" not in terminal and "pass.failed" not in terminal

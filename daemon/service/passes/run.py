@@ -128,7 +128,9 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root:
     except StoreBusyError as busy:
         return _busy(app, store, store_id, pass_id, now, busy)
     except Exception as exc:
-        log.error("pass.failed", store=store.name, pass_id=pass_id, error=f"{exc.__class__.__name__}: {exc}")
+        # info: the face that started the pass says why in its own one line (the CLI's error,
+        # pass --all's line, the daemon's pass.finished); a warning here would say it twice
+        log.info("pass.failed", store=store.name, pass_id=pass_id, error=f"{exc.__class__.__name__}: {exc}")
         with engine.begin() as conn:
             repo.finish_pass(conn, store_id, pass_id, status="failed", finished_at=app.clock(), error=f"{exc.__class__.__name__}: {exc}")
             repo.add_event(conn, store_id, "pass.failed", app.actor, app.surface, app.clock(), {"error": str(exc)}, pass_id=pass_id)
