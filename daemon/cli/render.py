@@ -107,10 +107,25 @@ def proposal_header(p: dict[str, Any]) -> str:
     if p.get("state_reason"):
         lines.append(f"  note: {p['state_reason']}")
     for e in p.get("evidence", []):
-        quote = e["quote"].strip().splitlines()[0][:100] if e["quote"].strip() else ""
-        lines.append(f"  evidence: {e['path']}:{e['start']}-{e['end']} {quote!r}")
+        lines += evidence_lines(e)
     lines += reads_lines(p.get("reads") or {})
     return f"{head} {one_line(p['title'])}\n" + "\n".join(map(one_line, lines))  # only the head is styled
+
+
+QUOTED_LINES = 5  # lines of an evidence quote shown in a header; the rest are counted
+QUOTED_CHARS = 100  # characters of each
+
+
+def evidence_lines(evidence: dict[str, Any]) -> list[str]:
+    """An evidence item: ``evidence: a.md:7-7 'its one line'``, or, for a quote of several
+    lines (a link with the lines around it), each line below it as it reads in the note."""
+    where = f"  evidence: {evidence['path']}:{evidence['start']}-{evidence['end']}"
+    quoted = evidence["quote"].strip("\n").splitlines()
+    if len(quoted) <= 1:
+        return [f"{where} {(quoted[0].strip()[:QUOTED_CHARS] if quoted else '')!r}"]
+    shown = [f"    | {line[:QUOTED_CHARS]}".rstrip() for line in quoted[:QUOTED_LINES]]
+    more = len(quoted) - QUOTED_LINES
+    return [where, *shown, *([f"    | … {more} more line(s)"] if more > 0 else [])]
 
 
 def reads_lines(reads: dict[str, Any]) -> list[str]:
