@@ -10,11 +10,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from daemon.core.errors import ConfigError
+from daemon.core.spelling import did_you_mean
 from daemon.llm.base import ModelSettings
 from daemon.planners.settings import DetectorSettings
 from daemon.schedules import Schedule, parse_schedule
@@ -72,8 +74,10 @@ class Config:
         try:
             return self.stores[name]
         except KeyError:
+            if self.source is None:
+                raise ConfigError(f"no store named {name!r}: {no_config_loaded()}", hint="give --config FILE, or name the folder: --store PATH --preset NAME") from None
             known = ", ".join(sorted(self.stores)) or "none configured"
-            raise ConfigError(f"no store named {name!r} (known: {known})", hint="use --store PATH --preset NAME, or add [[stores]] to the config") from None
+            raise ConfigError(f"no store named {name!r}{did_you_mean(name, self.stores)} (known: {known})", hint=f"use --store PATH --preset NAME, or add [[stores]] to {self.source}") from None
 
     def completed(self, store: StoreConfig) -> StoreConfig:
         """``store`` as a command uses it: one not in the config takes the global [llm]."""
@@ -104,10 +108,21 @@ def config_file(path: str | Path | None) -> Path | None:
     chosen = path or os.environ.get("DREAMD_CONFIG")
     if chosen:
         return Path(chosen).expanduser()
+    found = default_config_file()
+    return found if found.exists() else None
+
+
+def default_config_file() -> Path:
+    """``$XDG_CONFIG_HOME/dreamd/config.toml`` (``~/.config/…`` when that variable is unset or
+    relative): the file read when no other is given."""
     xdg = os.environ.get("XDG_CONFIG_HOME", "")
     home = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
-    found = home / "dreamd" / "config.toml"
-    return found if found.exists() else None
+    return home / "dreamd" / "config.toml"
+
+
+def no_config_loaded() -> str:
+    """What a message says when a command needed a config and none was read."""
+    return f"no config was loaded (no --config, no DREAMD_CONFIG, and no {default_config_file()})"
 
 
 def read_config_text(file: Path) -> str:
@@ -136,11 +151,17 @@ def config_from_text(text: str, file: Path) -> Config:
     return parse_config(raw, file)
 
 
+def unknown_key(where: str, unknown: set[str], allowed: Iterable[str]) -> ConfigError:
+    """A key the config does not know, with the one that was most likely meant and every one allowed."""
+    key = sorted(unknown)[0]
+    return ConfigError(f"{where}: unknown key {key!r}{did_you_mean(key, allowed)}", hint=f"allowed: {', '.join(sorted(allowed))}")
+
+
 def parse_config(raw: dict[str, Any], source: Path | None = None) -> Config:
     where = f"config {source}" if source else "config"
     unknown = set(raw) - _TOP_KEYS
     if unknown:
-        raise ConfigError(f"{where}: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_TOP_KEYS))})")
+        raise unknown_key(where, unknown, _TOP_KEYS)
     stores: dict[str, StoreConfig] = {}
     entries = raw.get("stores", [])
     if not isinstance(entries, list):
@@ -169,7 +190,7 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
         raise ConfigError(f"{where}: stores entry {number} must be a table")
     unknown = set(entry) - _STORE_KEYS
     if unknown:
-        raise ConfigError(f"{where}: stores entry {number}: unknown key {sorted(unknown)[0]!r}")
+        raise unknown_key(f"{where}: stores entry {number}", unknown, _STORE_KEYS)
     for key in ("name", "path", "preset"):
         if not isinstance(entry.get(key), str) or not entry[key].strip():
             raise ConfigError(f"{where}: stores entry {number} needs a '{key}' string")
@@ -179,7 +200,7 @@ def _parse_store(entry: Any, number: int, where: str, base: Path, llm_raw: dict[
     try:
         resolved = resolve_settings(entry["preset"], settings)
     except ConfigError as exc:
-        raise ConfigError(f"{where}: store {entry['name']!r}: {exc}") from None
+        raise ConfigError(f"{where}: store {entry['name']!r}: {exc}", hint=exc.hint or None) from None
     root = (base / Path(entry["path"]).expanduser()).resolve()
     store_llm = entry.get("llm", {})
     if not isinstance(store_llm, dict):
@@ -233,9 +254,12 @@ def _policy_path(value: Any, where: str, base: Path) -> Path | None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where}: policy must be a shipped policy name or a file path")
-    from daemon.policies.load import load_policy, shipped_policy
+    from daemon.policies.load import load_policy, policy_file
 
-    path = shipped_policy(value) or (base / Path(value).expanduser()).resolve()
+    try:
+        path = policy_file(value, base)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: {exc}", hint=exc.hint or None) from None
     load_policy(path)  # a bad policy is a bad config: refuse it now, with its line numbers
     return path
 
@@ -246,7 +270,7 @@ def _parse_llm(raw: dict[str, Any], where: str, base: Path) -> ModelSettings:
         raise ConfigError(f"{where}: llm: api_key must not be written in a config file", hint="set api_key_env to the NAME of an environment variable holding it")
     unknown = set(raw) - set(_LLM_KEYS)
     if unknown:
-        raise ConfigError(f"{where}: llm: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(_LLM_KEYS))})")
+        raise unknown_key(f"{where}: llm", unknown, _LLM_KEYS)
     if not isinstance(raw.get("model"), str) or not raw["model"].strip():
         raise ConfigError(f"{where}: llm: 'model' must name a litellm model, e.g. \"openai/gpt-4o-mini\"")
     values: dict[str, Any] = {}
@@ -272,7 +296,7 @@ def _parse_planner(raw: Any, where: str) -> DetectorSettings:
     allowed = {"near_threshold", "shingle_size", "min_words"}
     unknown = set(raw) - allowed
     if unknown:
-        raise ConfigError(f"{where}: planner: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        raise unknown_key(f"{where}: planner", unknown, allowed)
     threshold = raw.get("near_threshold", defaults.near_threshold)
     if not isinstance(threshold, (int, float)) or not 0.0 < threshold <= 1.0:
         raise ConfigError(f"{where}: planner.near_threshold must be a number in (0, 1]")
@@ -291,7 +315,7 @@ def _parse_limits(raw: Any, where: str) -> Limits:
     allowed = {f.name for f in dataclasses.fields(Limits)}
     unknown = set(raw) - allowed
     if unknown:
-        raise ConfigError(f"{where}: limits: unknown key {sorted(unknown)[0]!r} (allowed: {', '.join(sorted(allowed))})")
+        raise unknown_key(f"{where}: limits", unknown, allowed)
     values = {}
     for key, value in raw.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 < value <= 86_400:
@@ -307,14 +331,15 @@ class Notify:
 
     command: tuple[str, ...] = ()
     timeout_s: float = 10.0
+    only_new: bool = False  # run only after a pass that made new proposals waiting, not on every reminder
 
 
 def _parse_notify(raw: Any, where: str) -> Notify:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: 'notify' must be a table")
-    unknown = set(raw) - {"command", "timeout_s"}
+    unknown = set(raw) - {"command", "timeout_s", "only_new"}
     if unknown:
-        raise ConfigError(f"{where}: notify: unknown key {sorted(unknown)[0]!r} (allowed: command, timeout_s)")
+        raise unknown_key(f"{where}: notify", unknown, {"command", "timeout_s", "only_new"})
     if not raw:
         return Notify()
     command = raw.get("command")
@@ -323,4 +348,7 @@ def _parse_notify(raw: Any, where: str) -> Notify:
     timeout = raw.get("timeout_s", Notify.timeout_s)
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
         raise ConfigError(f"{where}: notify.timeout_s must be a number of seconds in (0, 3600]")
-    return Notify(tuple(command), float(timeout))
+    only_new = raw.get("only_new", False)
+    if not isinstance(only_new, bool):
+        raise ConfigError(f"{where}: notify.only_new must be true or false")
+    return Notify(tuple(command), float(timeout), only_new)

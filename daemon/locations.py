@@ -1,4 +1,5 @@
-"""Where dreamd keeps its own files on this host; shared by the db layer and the daemon."""
+"""Where dreamd keeps its own files on this host; shared by the db layer and the daemon (which
+imports no database code)."""
 
 from __future__ import annotations
 
@@ -20,3 +21,8 @@ def state_dir() -> Path:
     if xdg_state_home and Path(xdg_state_home).is_absolute():
         return Path(xdg_state_home) / "dreamd"
     return Path.home() / ".local" / "state" / "dreamd"
+
+
+def default_db_url() -> str:
+    """The SQLite file used when no URL is configured: ``state.db`` in the state directory."""
+    return f"sqlite:///{state_dir() / 'state.db'}"

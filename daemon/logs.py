@@ -9,12 +9,37 @@ nothing never pays for structlog's import (it brings asyncio along: ~0.05 s of a
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any
 
 DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40  # the stdlib logging levels (not imported: it costs too)
 _LEVELS = {"debug": DEBUG, "info": INFO, "warning": WARNING, "error": ERROR}
 _level = 0  # what configure() lets through; everything until a face configures (tests)
 _pending: dict[str, Any] | None = None  # configure()'s settings, applied on first use of structlog
+_before_line: Callable[[], None] | None = None  # what a face drawing on stderr does before a log line
+
+
+def before_each_line(clear: Callable[[], None] | None) -> None:
+    """While a face draws on stderr (a progress bar), ``clear`` runs before each log line, so
+    the line starts at the left edge instead of being glued onto what was drawn; None: done."""
+    global _before_line
+    _before_line = clear
+
+
+class _Stderr:
+    """stderr as log lines reach it (print writes a line's text, then its newline)."""
+
+    def __init__(self) -> None:
+        self._at_start = True
+
+    def write(self, text: str) -> int:
+        if self._at_start and _before_line is not None:
+            _before_line()
+        self._at_start = text.endswith("\n")
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
 
 
 def configure(debug: bool = False, info: bool = False) -> None:
@@ -51,7 +76,7 @@ def _apply() -> None:
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(settings["level"]),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Stderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=False,
     )
 

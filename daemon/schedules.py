@@ -101,7 +101,7 @@ def cron_fields(expression: str) -> dict[str, str]:
     if day not in ("*", "?") and weekday not in ("*", "?"):
         raise ConfigError(
             f"{expression!r} restricts both day-of-month and day-of-week; cron runs on either, "
-            "which dreamd cannot express", hint="restrict only one of the two fields, or use two stores' schedules")
+            "which dreamd cannot express", hint="restrict only one of the two fields, and pass on the other days from a crontab line or a systemd timer running dreamd pass NAME (a folder is one store, with one schedule)")
     return {"minute": minute, "hour": hour, "day": "*" if day == "?" else day, "month": month, "day_of_week": _weekdays(weekday)}
 
 

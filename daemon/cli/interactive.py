@@ -27,6 +27,11 @@ f - show the full notes it touches, as they were when it was proposed
 u - undo the last decision of this review and show that proposal again
 q - quit; this one and the rest stay pending
 ? - print help"""
+LAST_PROMPT = "That was the last proposal [u,q,?]? "
+LAST_HELP = """\
+u - undo the last decision of this review and show that proposal again
+q - end the review
+? - print help"""
 
 
 class Answers:
@@ -100,8 +105,14 @@ def summary_line(summary: dict[str, int]) -> str:
 
 
 def _walk(review: Any, answers: Answers, say: Callable[..., None], *, page: bool) -> None:
-    """Show each proposal and act on its answer until none is left or the user quits."""
-    while (view := review.next()) is not None:
+    """Show each proposal and act on its answer until the user quits, or none is left and
+    the user does not take the last decision back."""
+    while True:
+        view = review.next()
+        if view is None:
+            if review.can_undo and _undo_at_end(review, answers, say):
+                continue
+            return
         if view.state != "pending":
             why = f" ({view.state_reason})" if view.state_reason else ""
             say(one_line(f"#{view.id} is {view.state} now{why}; going on"))
@@ -110,6 +121,25 @@ def _walk(review: Any, answers: Answers, say: Callable[..., None], *, page: bool
         if not _answer(review, view, answers, say, page):
             review.put_back(view)
             return
+
+
+def _undo_at_end(review: Any, answers: Answers, say: Callable[..., None]) -> bool:
+    """After the last proposal, one more chance to take the last decision back: True when
+    it was (that proposal is shown again), False to end the review."""
+    while True:
+        key = answers.key(LAST_PROMPT)
+        if key is None or key == "q":
+            return False
+        if key != "u":
+            say(LAST_HELP)
+            continue
+        try:
+            undone = review.undo()
+        except ProposalError as exc:  # someone else moved it on meanwhile
+            say(one_line(exc.one_line()))
+            return False
+        say(f"#{undone.view.id} is pending again ({undone.decision} undone)")
+        return True
 
 
 def _show(review: Any, view: Any, say: Callable[..., None]) -> None:

@@ -48,7 +48,7 @@ class Settings:
 # when one of its commands is asked for, so ``dreamd pass`` loads no review, export or eval code.
 COMMAND_MODULES = {
     "pass": "passes", "proposals": "review", "show": "review", "accept": "review", "reject": "review",
-    "unreject": "review", "review": "interactive", "apply": "writes", "revert": "writes", "resolve": "writes",
+    "unreject": "review", "unaccept": "review", "review": "interactive", "apply": "writes", "revert": "writes", "resolve": "writes",
     "export": "export", "history": "history", "log": "history", "verify": "history", "eval": "evaluate",
     "policy": "policy", "run": "run", "status": "run", "worker": "worker", "serve": "serve",
 }  # fmt: skip

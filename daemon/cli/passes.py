@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
+
 import click
 
 from daemon.cli.progress import Bar, Stages
-from daemon.cli.render import DEFAULT_CONFIG, diff_text, emit_json, planned_json, proposal_header, say
+from daemon.cli.render import diff_text, emit_json, planned_json, proposal_header, say, waiting_parts
 
 
 @click.command("pass")
@@ -22,7 +24,8 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
     """Run one consolidation pass over a store and record its proposals.
 
     With --all (made for crontab): a pass over every configured store; prints nothing when
-    nothing waits for review, else one line per store that has proposals pending. Exit 0;
+    nothing waits for a person, else one line per store with proposals pending or accepted
+    and not applied (counted as status counts them). Exit 0;
     11 when a store's pass failed or a model call of it failed (the others still ran); 12
     when a store was skipped because another run holds it (a single store's pass exits 12
     then too). A single store's pass exits 7 when a model call failed: the pass and the
@@ -71,11 +74,14 @@ def pass_command(settings, store_name: str | None, store_path: str | None, prese
 
 def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
     """Cron mode: one line per store that needs review, one error line per failed store."""
+    from daemon.config import default_config_file, no_config_loaded
     from daemon.core.errors import ConfigError, DreamdError
     from daemon.service.passes import pass_over
 
+    if app.config.source is None:
+        raise ConfigError(f"--all passes over the stores of a config, and {no_config_loaded()}", hint=f"give --config FILE, or write {default_config_file()} with [[stores]]")
     if not app.config.stores:
-        raise ConfigError("--all needs stores in the config ([[stores]])", hint=f"give --config FILE, or add [[stores]] to {DEFAULT_CONFIG}")
+        raise ConfigError(f"--all needs stores in the config: {app.config.source} has no [[stores]]")
     summary, said, failed, busy = [], [], 0, 0  # said: (line, to stderr), printed once the bar is gone
     stores = sorted(app.config.stores.items())
     with Bar("passing") as bar:
@@ -93,12 +99,12 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
             if report.model_failure:
                 failed += 1
                 said.append((f"{name}: LLM part incomplete: {report.model_failure}", True))
-            pending = report.count("pending") if dry_run else _pending(app, name, report)
-            summary.append({"store": name, "status": report.status, "new": report.count("pending"), "pending": pending, "busy": report.busy})
+            pending, waiting = (report.count("pending"), report.new_waiting) if dry_run else _waiting(app, name, report)
+            summary.append({"store": name, "status": report.status, "new": report.new_waiting, "pending": pending, "waiting": waiting, "busy": report.busy})
             if report.status == "busy" and not as_json:
                 said.append((f"{name}: skipped, {report.busy}", True))
-            elif pending and not as_json:
-                said.append((f"{name}: {pending} proposal(s) wait for review ({report.count('pending')} new): dreamd proposals --store {name}", False))
+            elif waiting and not as_json:
+                said.append((f"{name}: {waiting} proposal(s) wait for a person ({waiting_parts(pending, waiting - pending)}; {report.new_waiting} new): {_next(name, pending)}", False))
         progress(len(stores), len(stores))
     for line, err in said:
         click.echo(line, err=err)
@@ -108,14 +114,22 @@ def _pass_all(app, dry_run: bool, as_json: bool) -> None:  # noqa: ANN001
         raise click.exceptions.Exit(11 if failed else 12)
 
 
-def _pending(app, name: str, report) -> int:  # noqa: ANN001
-    """The store's pending proposals after its pass: counted by the no-op lane, else read
-    (the whole pass opened, and migrated, the database before this)."""
-    if report.pending_after is not None:
-        return report.pending_after
+def _waiting(app, name: str, report) -> tuple[int, int]:  # noqa: ANN001
+    """The store's pending and waiting proposals after its pass, as ``status`` counts them:
+    counted by the no-op lane, else read (the whole pass opened, and migrated, the database
+    before this)."""
+    if report.waiting_after is not None:
+        return report.waiting_after
     from daemon.service.status import store_status
 
-    return store_status(app, name)["proposals"].get("pending", 0)
+    row = store_status(app, name)
+    return row["proposals"].get("pending", 0), row["waiting"]
+
+
+def _next(name: str, pending: int) -> str:
+    """What to run about a store's waiting proposals: review the pending ones, else apply."""
+    quoted = shlex.quote(name)
+    return f"dreamd review {quoted}" if pending else f"dreamd apply --store {quoted}"
 
 
 COMMANDS = [pass_command]

@@ -14,9 +14,9 @@ from daemon.cli.review import PROPOSAL_ID
 
 
 def _policy_file(given: str) -> Path:
-    from daemon.policies.load import shipped_policy
+    from daemon.policies.load import policy_file
 
-    return shipped_policy(given) or Path(given)
+    return policy_file(given, Path.cwd())
 
 
 @click.group("policy")

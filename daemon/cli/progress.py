@@ -1,7 +1,8 @@
 """A progress bar on stderr for long work (a pass, applies, ``pass --all``), only on a terminal.
 
 click's ``progressbar`` draws it; on a pipe or a file nothing at all is printed (click
-would still print the label once), so cron mails and ``2>log`` stay as they were.
+would still print the label once), so cron mails and ``2>log`` stay as they were. A log line
+written while a bar is drawn (a warning) first wipes the bar's line, so it is never glued on.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from contextlib import ExitStack
 from typing import Any
 
 import click
+
+from daemon import logs
 
 SHOWN_FROM = 2  # one item needs no bar
 
@@ -40,7 +43,14 @@ class Bar:
             return
         if self._bar is None:
             self._bar = self._stack.enter_context(click.progressbar(length=total, label=self.label, file=sys.stderr, show_pos=True))
+            logs.before_each_line(_clear_line)  # a warning mid-bar gets a line of its own
+            self._stack.callback(logs.before_each_line, None)
         self._bar.update(done - self._bar.pos)
+
+
+def _clear_line() -> None:
+    """Wipe the bar's line; the bar draws itself again at its next step."""
+    sys.stderr.write("\r\x1b[K")
 
 
 class Stages:

@@ -9,9 +9,6 @@ from typing import Any
 
 import click
 
-
-DEFAULT_CONFIG = "~/.config/dreamd/config.toml"  # $XDG_CONFIG_HOME/dreamd/config.toml, read when no --config is given
-
 # C0 and C1 control characters but newline and tab: a note's name or text could otherwise move
 # the cursor, rewrite the screen or set the window title of whoever reads dreamd's output.
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -110,10 +107,25 @@ def proposal_header(p: dict[str, Any]) -> str:
     if p.get("state_reason"):
         lines.append(f"  note: {p['state_reason']}")
     for e in p.get("evidence", []):
-        quote = e["quote"].strip().splitlines()[0][:100] if e["quote"].strip() else ""
-        lines.append(f"  evidence: {e['path']}:{e['start']}-{e['end']} {quote!r}")
+        lines += evidence_lines(e)
     lines += reads_lines(p.get("reads") or {})
     return f"{head} {one_line(p['title'])}\n" + "\n".join(map(one_line, lines))  # only the head is styled
+
+
+QUOTED_LINES = 5  # lines of an evidence quote shown in a header; the rest are counted
+QUOTED_CHARS = 100  # characters of each
+
+
+def evidence_lines(evidence: dict[str, Any]) -> list[str]:
+    """An evidence item: ``evidence: a.md:7-7 'its one line'``, or, for a quote of several
+    lines (a link with the lines around it), each line below it as it reads in the note."""
+    where = f"  evidence: {evidence['path']}:{evidence['start']}-{evidence['end']}"
+    quoted = evidence["quote"].strip("\n").splitlines()
+    if len(quoted) <= 1:
+        return [f"{where} {(quoted[0].strip()[:QUOTED_CHARS] if quoted else '')!r}"]
+    shown = [f"    | {line[:QUOTED_CHARS]}".rstrip() for line in quoted[:QUOTED_LINES]]
+    more = len(quoted) - QUOTED_LINES
+    return [where, *shown, *([f"    | … {more} more line(s)"] if more > 0 else [])]
 
 
 def reads_lines(reads: dict[str, Any]) -> list[str]:
@@ -126,3 +138,8 @@ def reads_lines(reads: dict[str, Any]) -> list[str]:
 def proposal_line(p: dict[str, Any]) -> str:
     lossy = " lossy" if p.get("lossy") else ""
     return one_line(f"#{p['id']:<5} {p['state']:<10} {p['kind']:<11} {p['confidence']:.2f}{lossy}  {p['store']}: {p['title']}")
+
+
+def waiting_parts(pending: int, accepted: int) -> str:
+    """What waits for a person, as ``status`` and ``pass --all`` say it: ``3 pending, 1 accepted, not applied``."""
+    return ", ".join([f"{pending} pending"] * bool(pending or not accepted) + [f"{accepted} accepted, not applied"] * bool(accepted))

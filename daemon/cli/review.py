@@ -1,4 +1,4 @@
-"""Reviewing proposals: ``proposals``, ``show``, ``accept``, ``reject``."""
+"""Reviewing proposals: ``proposals``, ``show``, ``accept``, ``reject``, and taking a decision back."""
 
 from __future__ import annotations
 
@@ -126,12 +126,14 @@ def _chosen(app: Any, proposal_ids: tuple[int, ...], filters: dict[str, Any]) ->
 JSON_OPTION = click.option("--json", "as_json", is_flag=True, help="Machine-readable output (see README).")
 
 
-def _decided(app: Any, ids: list[int], state: str, as_json: bool) -> None:
-    """What a decision made of each proposal: ``#12 accepted`` lines, or a list of
-    ``{id, store, state}`` read back from the database."""
+def _decided(app: Any, decided: Any, state: str, as_json: bool) -> None:
+    """What a decision made of each proposal, in the order given: ``#12 accepted`` lines
+    (``#12 already accepted`` for one that was so before), or a list of ``{id, store, state}``
+    read back from the database."""
+    ids = decided.ids
     if not as_json:
         for pid in ids:
-            click.echo(f"#{pid} {state}")
+            click.echo(f"#{pid} already {state}" if pid in decided.already else f"#{pid} {state}")
         return
     from daemon.service.proposals import get_proposal
 
@@ -145,11 +147,12 @@ def _decided(app: Any, ids: list[int], state: str, as_json: bool) -> None:
 @click.pass_obj
 def accept_command(settings, proposal_ids: tuple[int, ...], as_json: bool, **filters: Any) -> None:  # noqa: ANN001
     """Accept proposals (bound to their hashes), by id or by filter; all of them or none.
-    `dreamd apply` writes them."""
+    One accepted already stays so. `dreamd apply` writes them; `dreamd unaccept ID` takes an
+    accept back."""
     from daemon.service.proposals import decide_all
 
     app = settings.app()
-    _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "accept"), "accepted", as_json)
+    _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "accept", again_ok=True), "accepted", as_json)
 
 
 @click.command("reject")
@@ -160,11 +163,19 @@ def accept_command(settings, proposal_ids: tuple[int, ...], as_json: bool, **fil
 @click.pass_obj
 def reject_command(settings, proposal_ids: tuple[int, ...], reason: str, as_json: bool, **filters: Any) -> None:  # noqa: ANN001
     """Reject proposals, by id or by filter, all of them or none; the same change will not be
-    proposed again (`dreamd unreject ID` takes a rejection back)."""
+    proposed again (`dreamd unreject ID` takes a rejection back). One rejected already stays so."""
     from daemon.service.proposals import decide_all
 
     app = settings.app()
-    _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "reject", reason), "rejected", as_json)
+    _decided(app, decide_all(app, _chosen(app, proposal_ids, filters), "reject", reason, again_ok=True), "rejected", as_json)
+
+
+def _taken_back(view: Any, as_json: bool) -> None:
+    """A decision taken back: ``#12 pending``, or ``{id, store, state}``."""
+    if as_json:
+        emit_json({"id": view.id, "store": view.store, "state": view.state})
+        return
+    click.echo(f"#{view.id} {view.state}")
 
 
 @click.command("unreject")
@@ -176,11 +187,20 @@ def unreject_command(settings, proposal_id: int, reason: str | None, as_json: bo
     """Take a rejection back: the proposal is pending again and its change may be proposed again."""
     from daemon.service.proposals import unreject
 
-    view = unreject(settings.app(), proposal_id, reason)
-    if as_json:
-        emit_json({"id": view.id, "store": view.store, "state": view.state})
-        return
-    click.echo(f"#{view.id} {view.state}")
+    _taken_back(unreject(settings.app(), proposal_id, reason), as_json)
 
 
-COMMANDS = [proposals_command, show_command, accept_command, reject_command, unreject_command]
+@click.command("unaccept")
+@click.argument("proposal_id", type=PROPOSAL_ID)
+@click.option("--reason", help="Why; kept with the event.")
+@JSON_OPTION
+@click.pass_obj
+def unaccept_command(settings, proposal_id: int, reason: str | None, as_json: bool) -> None:  # noqa: ANN001
+    """Take an accept back before it is applied: the proposal is pending again, and no later
+    pass carries the accept over to the same change proposed again."""
+    from daemon.service.proposals import unaccept
+
+    _taken_back(unaccept(settings.app(), proposal_id, reason), as_json)
+
+
+COMMANDS = [proposals_command, show_command, accept_command, reject_command, unreject_command, unaccept_command]

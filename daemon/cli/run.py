@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from daemon.cli.render import DEFAULT_CONFIG, emit_json, one_line
+from daemon.cli.render import emit_json, one_line, waiting_parts
 
 
 @click.command("run")
@@ -29,11 +29,11 @@ def run_command(settings, stop_timeout: float, max_parallel: int, worker_passes:
 
     configure(settings.debug, info=True)
     route_library_logs("apscheduler")
-    from daemon.config import config_file, load_config
+    from daemon.config import config_file, default_config_file, load_config, no_config_loaded
 
     chosen = config_file(settings.config_path)
     if chosen is None:
-        raise ConfigError("dreamd run needs a config file with [[stores]]", hint=f"give --config FILE, set DREAMD_CONFIG, or write {DEFAULT_CONFIG}")
+        raise ConfigError(f"dreamd run needs a config file with [[stores]], and {no_config_loaded()}", hint=f"give --config FILE, set DREAMD_CONFIG, or write {default_config_file()}")
     load_config(chosen)  # refused here in one line (a FIFO, bad TOML) before the daemon starts
     options = RunOptions(chosen.resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel, worker_passes=worker_passes, worker_mb=worker_mb)
     Daemon(options).run()
@@ -47,13 +47,18 @@ def status_command(settings, as_json: bool) -> None:  # noqa: ANN001
     from daemon.core.errors import ConfigError
     from daemon.service.status import status
 
-    shown = status(settings.app(read_only=True))
+    app = settings.app(read_only=True)
+    shown = status(app)
     if not shown["stores"]:
-        raise ConfigError("no stores yet: none configured, none used by path", hint=f"add [[stores]] to {DEFAULT_CONFIG} (or --config FILE), or run dreamd pass --store PATH --preset NAME")
+        from daemon.config import default_config_file, no_config_loaded
+
+        configured = f"{no_config_loaded()}" if app.config.source is None else f"{app.config.source} has no [[stores]]"
+        raise ConfigError(f"no stores yet: {configured}, and none was used by path", hint=f"add [[stores]] to {app.config.source or default_config_file()} (or give --config FILE), or run dreamd pass --store PATH --preset NAME")
     if as_json:
         emit_json(shown)
         return
     daemon = shown["daemon"]
+    click.echo(one_line(f"state database: {shown['database']}"))
     click.echo(f"daemon: running, pid {daemon['pid']}, since {daemon['started_at'][:19]}" if daemon else "daemon: not running on this host")
     for row in shown["stores"]:
         click.echo(_status_text(row))
@@ -82,11 +87,10 @@ def _status_text(row: dict) -> str:
 
 def _waiting_text(row: dict) -> str:
     """How many proposals wait for a person (to review or to apply), and since when."""
-    pending, accepted = row["proposals"].get("pending", 0), row["proposals"].get("accepted", 0)
     if not row["waiting"]:
         return "nothing waits"
-    parts = [f"{pending} pending"] + ([f"{accepted} accepted, not applied"] if accepted else [])
-    return f"{', '.join(parts)}, waiting since {row['waiting_since'][:19]}"
+    pending, accepted = row["proposals"].get("pending", 0), row["proposals"].get("accepted", 0)
+    return f"{waiting_parts(pending, accepted)}, waiting since {row['waiting_since'][:19]}"
 
 
 COMMANDS = [run_command, status_command]

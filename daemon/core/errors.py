@@ -2,11 +2,13 @@
 
     DreamdError                     (code, exit_code)
     ├── ConfigError                 bad config file, unknown store or preset
+    │   └── MissingKeyError         a store's model has no key to call it with
     ├── StoreError                  a store cannot be read or written
     │   ├── UnsafePathError         a path escapes the store root
     │   ├── EditRacedError          a file was edited in the instant dreamd replaced it (kept: caught file, blob)
     │   └── StoreMovedError         the store's folder is not the one registered (replaced at its path)
     ├── StateError                  the state database is locked, gone or too new
+    │   └── DaemonRunningError      another daemon runs on this state database (on this host)
     ├── ProposalError               unknown proposal, illegal state transition
     │   ├── ValidationError         a proposal breaks an invariant (refused)
     │   └── DiffError               a diff does not rebuild its result
@@ -50,6 +52,12 @@ class ConfigError(DreamdError):
     exit_code = 2
 
 
+class MissingKeyError(ConfigError):
+    """The key a store's model needs is not in the environment: refused before the pass starts."""
+
+    code = "model-key"
+
+
 class StoreError(DreamdError):
     code = "store"
     exit_code = 3
@@ -77,6 +85,12 @@ class StoreMovedError(StoreError):
 class StateError(DreamdError):
     code = "state"
     exit_code = 4
+
+
+class DaemonRunningError(StateError):
+    """A daemon holds the state database on this host: a second one is refused at start."""
+
+    code = "daemon-running"
 
 
 class ProposalError(DreamdError):

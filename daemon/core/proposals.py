@@ -36,7 +36,8 @@ STATES = (PENDING, ACCEPTED, REJECTED, APPLIED, STALE, REFUSED, SUPPRESSED, REVE
 OPEN = (PENDING, ACCEPTED)  # still to be applied: what a duplicate, a policy and a notify command look at
 
 # The only legal moves. refused, suppressed, rejected and reverted are final: a change that
-# is wanted again comes back as a new proposal from a later pass.
+# is wanted again comes back as a new proposal from a later pass (a person may still take a
+# rejection back: TAKE_BACK).
 TRANSITIONS: dict[str, frozenset[str]] = {
     PENDING: frozenset({ACCEPTED, REJECTED, STALE}),
     ACCEPTED: frozenset({APPLIED, STALE, REJECTED}),
@@ -49,14 +50,22 @@ TRANSITIONS: dict[str, frozenset[str]] = {
 }
 
 
+# A decision a person takes back makes the proposal pending again, outside TRANSITIONS: the
+# command that does it, named wherever a state's next moves are.
+TAKE_BACK = {ACCEPTED: "unaccept", REJECTED: "unreject"}
+
+
 def check_transition(current: str, new: str, proposal_id: int | None = None) -> None:
     """Raise ProposalError unless ``current -> new`` is a legal move."""
     if new not in TRANSITIONS.get(current, frozenset()):
         label = f"proposal {proposal_id}" if proposal_id is not None else "proposal"
-        allowed = ", ".join(sorted(TRANSITIONS.get(current, ()))) or "nothing (final state)"
+        allowed = ", ".join(sorted(TRANSITIONS.get(current, ())))
+        if current in TAKE_BACK:
+            back = f"pending again through dreamd {TAKE_BACK[current]}" + (f" {proposal_id}" if proposal_id is not None else "")
+            allowed = f"{allowed}, or {back}" if allowed else back
         raise ProposalError(
             f"{label} is {current}; it cannot become {new}",
-            hint=f"from {current} it can become: {allowed}",
+            hint=f"from {current} it can become: {allowed or 'nothing (final state)'}",
         )
 
 

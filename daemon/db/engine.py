@@ -31,6 +31,7 @@ meets are turned into ``StateError`` by ``translate.py``.
 
 from __future__ import annotations
 
+import errno
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -42,16 +43,10 @@ from sqlalchemy.pool import StaticPool
 
 from daemon.core.errors import ConfigError, StateError
 from daemon.db.translate import checked_times, error_hook, json_reader, translate_db_errors
+from daemon.locations import default_db_url, state_dir  # noqa: F401 - default_db_url: where callers have found it
 
 READ_ONLY: dict[str, Any] = {"dreamd_read_only": True}
 DEFAULT_BUSY_TIMEOUT_MS = 5000
-
-
-def default_db_url() -> str:
-    """The SQLite file used when no URL is configured: ``state.db`` in the state directory."""
-    from daemon.locations import state_dir
-
-    return f"sqlite:///{state_dir() / 'state.db'}"
 
 
 def describe(url: URL) -> str:
@@ -163,10 +158,29 @@ def _make_private_dir(directory: Path) -> None:
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:
-        raise StateError(
-            f"cannot create the state directory {directory}: {exc.strerror or exc}",
-            hint="check permissions, or set STATE_DIRECTORY or XDG_STATE_HOME",
-        ) from exc
+        if is_state_dir(directory):
+            raise StateError(f"cannot create the state directory {directory}: {why_not_a_folder(directory, exc)}", hint=STATE_DIR_HINT) from exc
+        raise StateError(f"cannot create {directory}, the folder of the state database given: {why_not_a_folder(directory, exc)}", hint=GIVEN_URL_HINT) from exc
+
+
+STATE_DIR_HINT = "check permissions, or set STATE_DIRECTORY or XDG_STATE_HOME"
+# Advice for a database URL someone gave (--db, DREAMD_DB, the config's db): the state
+# directory's variables would not move it.
+GIVEN_URL_HINT = "give --db (or DREAMD_DB, or the config's db) a file in a folder you can write"
+
+
+def is_state_dir(directory: Path) -> bool:
+    """Whether ``directory`` is the state directory (the default database's folder)."""
+    return directory.expanduser().absolute() == state_dir().absolute()
+
+
+def why_not_a_folder(directory: Path, exc: OSError) -> str:
+    """Why a folder cannot be made: the file in the way when one of its parents is one."""
+    if exc.errno == errno.ENOTDIR or (exc.errno == errno.EEXIST and not directory.is_dir()):
+        for parent in [directory, *directory.parents]:
+            if parent.exists() and not parent.is_dir():
+                return f"{parent} is a file, not a folder"
+    return exc.strerror or str(exc)
 
 
 def run_pragmas(dbapi_connection: Any, statements: list[str]) -> None:

@@ -4,6 +4,7 @@ for, no migration (see ``open_read_only``); and an empty database when there is 
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
@@ -15,7 +16,7 @@ from sqlalchemy.engine import URL, Connection, Engine
 from sqlalchemy.pool import StaticPool
 
 from daemon.core.errors import StateError
-from daemon.db.engine import DEFAULT_BUSY_TIMEOUT_MS, describe, open_engine, parse_url, run_pragmas
+from daemon.db.engine import DEFAULT_BUSY_TIMEOUT_MS, GIVEN_URL_HINT, STATE_DIR_HINT, describe, is_state_dir, open_engine, parse_url, run_pragmas, why_not_a_folder
 from daemon.db.migrating import at_head, pending_migrations, refuse_unless_current
 from daemon.db.translate import checked_times, error_hook, json_reader
 
@@ -59,6 +60,8 @@ def open_read_only(url: str, *, current: bool = False) -> Engine | None:
     except FileNotFoundError:
         return None
     except OSError as exc:
+        if exc.errno == errno.ENOTDIR:  # a file where a folder of the path should be
+            raise StateError(f"{what} cannot be opened: {why_not_a_folder(path.parent, exc)}", hint=STATE_DIR_HINT if is_state_dir(path.parent) else GIVEN_URL_HINT) from None
         raise StateError(f"{what} cannot be read: {exc.strerror or exc}", hint="check the path and its folders' permissions") from None
     if not stat.S_ISREG(info.st_mode):
         raise StateError(f"{what} cannot be opened: it is not a regular file", hint="check that the path names a file in a directory you can write")

@@ -85,6 +85,7 @@ from daemon.db.queries.journal import (  # noqa: F401
     open_journal,
     close_journal,
     finished_steps,
+    finished_applies,
     unfinished_journals,
     acquire_lease,
     renew_lease,

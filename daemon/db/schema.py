@@ -212,7 +212,7 @@ decisions = Table(
     Column("id", Integer, primary_key=True),
     Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
     Column("proposal_id", Integer, ForeignKey("proposals.id"), nullable=False, index=True),
-    Column("decision", String(10), nullable=False),  # accept | reject | unaccept (an accept taken back)
+    Column("decision", String(10), nullable=False),  # accept | reject | unaccept, unreject (a decision taken back)
     Column("actor", String(200), nullable=False),
     Column("surface", String(20), nullable=False),
     Column("reason", Text),

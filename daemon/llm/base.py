@@ -62,7 +62,9 @@ class ModelClient(Protocol):
 
     A client may also offer ``limits(settings) -> daemon.llm.limits.ModelLimits | None`` (what
     it knows of the model's window and longest reply) and ``count_tokens(text, settings)``
-    (the model's tokenizer); the planner falls back to documented defaults without them.
+    (the model's tokenizer); the planner falls back to documented defaults without them. And
+    ``missing_key(settings) -> str | None``: why no call can be made for want of a key, asked
+    before a pass starts (without it, nothing is asked).
     """
 
     def complete(self, request: ModelRequest, settings: ModelSettings) -> ModelResponse: ...

@@ -109,7 +109,7 @@ class LiteLLMClient:
                         ModelTransientError(f"{exc} (gave up after {attempts} attempts)"), attempts
                     ) from None
                 wait = self.backoff(attempts)
-                log.warning(
+                log.info(  # the call's end is what a person is told: its error once, or nothing
                     "model call failed, retrying", model=settings.model, attempt=attempts, wait_s=wait, error=str(exc)
                 )
                 self._sleep(wait)
@@ -150,6 +150,25 @@ class LiteLLMClient:
     def backoff(self, attempt: int) -> float:
         """Seconds to wait after failed attempt number ``attempt`` (1-based): 0.5, 1, 2, … capped."""
         return float(min(self._cap, self._base * 2 ** (attempt - 1)))
+
+    def missing_key(self, settings: ModelSettings) -> str | None:
+        """Why no call could be made for want of a key, or None: the variable api_key_env names
+        is unset or empty, or (no api_key_env, no api_base) the provider's own key variable
+        that litellm reads is (litellm's validate_environment; only keys and tokens count:
+        a local server's base address has a default)."""
+        environ = os.environ if self._environ is None else self._environ
+        if settings.api_key_env:
+            return None if environ.get(settings.api_key_env) else f"the environment variable {settings.api_key_env} (api_key_env) is not set or empty"
+        if settings.api_base:
+            return None
+        try:
+            found = _litellm().validate_environment(model=settings.model)
+        except Exception:  # a model string litellm cannot place: the call will say more
+            return None
+        wanted = [name for name in found.get("missing_keys") or () if "KEY" in name or "TOKEN" in name]
+        if found.get("keys_in_environment") or not wanted:
+            return None
+        return f"it reads its key from {' or '.join(wanted)}, which is not set"
 
     def _api_key(self, settings: ModelSettings) -> str | None:
         environ = os.environ if self._environ is None else self._environ

@@ -18,6 +18,7 @@ from typing import Any
 
 from daemon.core.errors import ConfigError
 from daemon.core.hashing import hash_bytes
+from daemon.core.spelling import did_you_mean
 from daemon.core.proposals import KINDS
 from daemon.policies.engine import rule_violations
 from daemon.policies.model import DECISIONS, Limits, Policy, Rule
@@ -50,6 +51,20 @@ def shipped_policy(name: str) -> Path | None:
         return None
     checkout = Path(__file__).resolve().parents[2] / "policies" / f"{name}.toml"
     return checkout if checkout.is_file() else Path(sys.prefix) / "share" / "dreamd" / "policies" / f"{name}.toml"
+
+
+def policy_file(given: str, base: Path) -> Path:
+    """The file ``given`` names: a shipped policy by name, else a path (relative to ``base``).
+    A bare name that is neither (no folder, no .toml, no such file) is a misspelt name: one
+    ConfigError naming the shipped ones, not a file that cannot be read."""
+    shipped = shipped_policy(given)
+    if shipped is not None:
+        return shipped
+    path = (base / Path(given).expanduser()).resolve()
+    if "/" not in given and not given.endswith(".toml") and not path.exists():
+        raise ConfigError(f"policy {given!r} is neither a shipped policy nor a file{did_you_mean(given, SHIPPED)}",
+                          hint=f"shipped policies: {', '.join(SHIPPED)}; or give the path of a policy file")  # fmt: skip
+    return path
 
 
 class NotRegularFileError(OSError):

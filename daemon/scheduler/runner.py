@@ -20,6 +20,7 @@ from typing import Any
 from daemon import logs
 from daemon.config import Config, StoreConfig, config_from_text, read_config_text
 from daemon.core.errors import ConfigError, DreamdError
+from daemon.locations import default_db_url
 from daemon.service import daemon_state
 from daemon.scheduler.notify import Notifier
 from daemon.scheduler.worker import IDLE_S, MAX_MB, MAX_PASSES, Worker, WorkerPool, WorkerResult, run_to_end, worker_command
@@ -28,7 +29,7 @@ log = logs.get_logger("dreamd.daemon")
 
 MISFIRE_GRACE_S = 3600  # a run missed by up to an hour (busy, suspended) still happens, once
 TICK_S = 0.25  # how often the main thread looks at its flags; signals only set flags
-# While passes run, daemon.json and systemd's STATUS= are brought up to date by the main thread
+# While passes run, the state file and systemd's STATUS= are brought up to date by the main thread
 # at most this often: each is built from every store, so writing them at every pass's start
 # and end cost a round of passes over a thousand stores quadratic time.
 PUBLISH_S = 1.0
@@ -52,6 +53,8 @@ class Daemon:
         self.options = options
         self.notifier = notifier or Notifier()
         self.config, self._config_text = self._load()  # a bad config at start is an error, not a daemon
+        # the database its workers open (as context.resolve_db_url picks it): one daemon each
+        self.db_url = options.db_url or os.environ.get("DREAMD_DB") or self.config.db_url or default_db_url()
         self._lock = threading.RLock()
         self._workers: dict[str, Worker] = {}
         self._active_jobs = 0  # job threads not yet returned; shutdown waits for none
@@ -70,15 +73,16 @@ class Daemon:
     # -- lifecycle ---------------------------------------------------------------------
 
     def run(self) -> int:
-        self._open_database()
-        self._install_signals()
-        self.scheduler = self._make_scheduler()
-        self.scheduler.start(paused=True)  # READY=1 goes out before the first pass starts
-        log.info("daemon.started", pid=os.getpid(), stores=sorted(self.config.stores), config=str(self.options.config_path))
-        self.notifier.ready(self._publish(send=False))
-        self.scheduler.resume()
-        self._loop()
-        self._shutdown()
+        with daemon_state.DatabaseHold(self.db_url, self._started):  # a second daemon of this database stops here
+            self._open_database()
+            self._install_signals()
+            self.scheduler = self._make_scheduler()
+            self.scheduler.start(paused=True)  # READY=1 goes out before the first pass starts
+            log.info("daemon.started", pid=os.getpid(), stores=sorted(self.config.stores), config=str(self.options.config_path))
+            self.notifier.ready(self._publish(send=False))
+            self.scheduler.resume()
+            self._loop()
+            self._shutdown()
         return 0
 
     def _make_scheduler(self) -> Any:
@@ -164,7 +168,7 @@ class Daemon:
         self._drain(float("inf"))
         self.pool.close()
         self.scheduler.shutdown(wait=True)
-        daemon_state.remove_state(os.getpid())
+        daemon_state.remove_state(self.db_url, os.getpid())
         log.info("daemon.stopped")
 
     def _drain(self, deadline: float, until_second_request: bool = False) -> None:
@@ -257,7 +261,7 @@ class Daemon:
     # -- status ------------------------------------------------------------------------
 
     def _publish(self, note: str = "", send: bool = True) -> str:
-        """Write daemon.json for ``dreamd status`` and return systemd's one-line STATUS."""
+        """Write the state file for ``dreamd status`` and return systemd's one-line STATUS."""
         with self._lock:
             stores = {}
             for name, store in sorted(self.config.stores.items()):
@@ -272,7 +276,7 @@ class Daemon:
                 }
             data = {"pid": os.getpid(), "started_at": self._started.isoformat(), "config": str(self.options.config_path), "stores": stores}
         try:
-            daemon_state.write_state(data)
+            daemon_state.write_state(self.db_url, data)
         except OSError as exc:
             log.warning("status.unwritable", error=exc.__class__.__name__)
         line = _status_line(stores, note)

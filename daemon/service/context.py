@@ -29,12 +29,9 @@ def utcnow() -> dt.datetime:
 
 def resolve_db_url(given: str | None, config: Config) -> str:
     """--db, else DREAMD_DB, else the config's db, else the SQLite file in the state dir."""
-    url = given or os.environ.get("DREAMD_DB") or config.db_url
-    if url:
-        return url
-    from daemon.db.engine import default_db_url
+    from daemon.locations import default_db_url
 
-    return default_db_url()
+    return given or os.environ.get("DREAMD_DB") or config.db_url or default_db_url()
 
 
 SURFACES = ("cli", "timer")  # what a command may say it was started by; the daemon sets "daemon"

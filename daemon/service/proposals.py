@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from daemon.core.errors import ProposalError
-from daemon.core.proposals import ACCEPTED, PENDING, REJECTED, STALE, check_transition
+from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service.context import App
 from daemon.service.workspace import store_kind
@@ -119,15 +119,29 @@ def decide(app: App, proposal_id: int, decision: str, reason: str | None = None,
     return get_proposal(app, proposal_id)
 
 
-def decide_all(app: App, proposal_ids: list[int], decision: str, reason: str | None = None, *, actor: str | None = None) -> list[int]:
+@dataclass(frozen=True)
+class Decided:
+    """What a batch decision did: every id given, in order, and those of them that already
+    stood so (left as they were)."""
+
+    ids: list[int]
+    already: list[int] = field(default_factory=list)
+
+
+def decide_all(app: App, proposal_ids: list[int], decision: str, reason: str | None = None, *, actor: str | None = None, again_ok: bool = False) -> Decided:
     """Accept or reject every proposal given, or none of them: each id is checked first (it
-    exists, it may make that move), and one error names every one that cannot."""
+    exists, it may make that move), and one error names every one that cannot.
+
+    ``again_ok``: a proposal already accepted (for an accept) or rejected (for a reject) is
+    left as it is, without a new decision or event, instead of failing the batch: a command
+    run twice does no harm. A review or a web page asks without it, so that a proposal
+    someone decided meanwhile is never counted as its own decision."""
     actor = actor or app.actor
     new_state = ACCEPTED if decision == "accept" else REJECTED
     ids = list(dict.fromkeys(proposal_ids))
     now = app.clock()
     with app.engine().begin() as conn:
-        rows, problems, errors = [], [], []
+        rows, already, problems, errors = [], [], [], []
         for proposal_id in ids:
             store_id = repo.proposal_store(conn, proposal_id)
             if store_id is None:
@@ -135,6 +149,9 @@ def decide_all(app: App, proposal_ids: list[int], decision: str, reason: str | N
                 errors.append(ProposalError(f"no proposal #{proposal_id}", hint="dreamd proposals lists them"))
                 continue
             row = repo.get_proposal(conn, store_id, proposal_id)
+            if again_ok and row.state == new_state:
+                already.append(proposal_id)
+                continue
             try:
                 check_transition(row.state, new_state, proposal_id)
             except ProposalError as exc:
@@ -152,7 +169,7 @@ def decide_all(app: App, proposal_ids: list[int], decision: str, reason: str | N
             if new_state == REJECTED:
                 repo.add_tombstone(conn, store_id, "change", row.change_key, now, proposal_id=row.id, reason=reason)
             repo.add_event(conn, store_id, f"proposal.{new_state}", actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=row.id)
-    return ids
+    return Decided(ids, already)
 
 
 @dataclass(frozen=True)
@@ -186,6 +203,8 @@ def unreject(app: App, proposal_id: int, reason: str | None = None) -> ProposalV
     def lift(conn: Connection, store_id: int, row: Any, now: dt.datetime) -> None:
         # appended, not deleted: tombstones are append-only, and the rejection stays in the history
         repo.lift_change_tombstone(conn, store_id, row.change_key, now, proposal_id=row.id, reason=reason)
+        # and in the proposal's decisions, as an unaccept is: show lists what was taken back
+        repo.add_decision(conn, store_id, row.id, decision="unreject", actor=app.actor, surface=app.surface, reason=reason, bound_key=row.change_key, decided_at=now)
 
     return _take_back(app, proposal_id, REJECTED, "unrejected", reason, "rejection taken back", lift)
 
@@ -209,7 +228,8 @@ def _take_back(app: App, proposal_id: int, state: str, event: str, reason: str |
     with app.engine().begin() as conn:
         row = repo.get_proposal(conn, store_id, proposal_id)
         if row.state != state:
-            raise ProposalError(f"proposal {proposal_id} is {row.state}, not {state}; nothing to take back")
+            hint = f"it is applied: dreamd revert {proposal_id} undoes it" if row.state == APPLIED else None
+            raise ProposalError(f"proposal {proposal_id} is {row.state}, not {state}; nothing to take back", hint=hint)
         undo(conn, store_id, row, now)
         repo.set_state(conn, store_id, proposal_id, PENDING, now, reason or default)
         repo.add_event(conn, store_id, f"proposal.{event}", app.actor, app.surface, now, {"reason": reason, "bound_key": row.change_key}, proposal_id=proposal_id)

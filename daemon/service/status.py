@@ -13,11 +13,11 @@ from daemon.service.passes import waiting_proposals
 
 
 def status(app: App) -> dict[str, Any]:
-    """``{"daemon": {pid, started_at} | None, "stores": [...]}``, one database read for all.
+    """``{"database", "daemon": {pid, started_at} | None, "stores": [...]}``, one database read for all.
 
     A store registered by path has no schedule (``None``): the daemon passes over configured
     stores only."""
-    daemon = read_state()
+    daemon = read_state(app.db_url)
     scheduled = (daemon or {}).get("stores", {})
     recorded = _recorded(app, None)
     names = sorted(set(app.config.stores) | set(recorded))
@@ -27,7 +27,16 @@ def status(app: App) -> dict[str, Any]:
         configured = app.config.stores.get(name)
         schedule = configured.schedule.describe() if configured else None
         stores.append({"store": name, "schedule": schedule, "next_run": live.get("next_run"), "running": bool(live.get("running")), **recorded.get(name, _NOTHING)})
-    return {"daemon": {"pid": daemon["pid"], "started_at": daemon["started_at"]} if daemon else None, "stores": stores}
+    running = {"pid": daemon["pid"], "started_at": daemon["started_at"]} if daemon else None
+    return {"database": database_location(app.db_url), "daemon": running, "stores": stores}
+
+
+def database_location(db_url: str) -> str:
+    """Where the state database lives: its file for SQLite, else its URL without the password."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db_url)
+    return url.database or ":memory:" if url.get_backend_name() == "sqlite" else url.render_as_string(hide_password=True)
 
 
 _NOTHING: dict[str, Any] = {"last_pass": None, "proposals": {}, "waiting": 0, "waiting_since": None}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from daemon.core.errors import ConfigError, UnsafePathError
+from daemon.core.spelling import did_you_mean
 from daemon.core.globs import matches
 from daemon.core.index import FORMATS as INDEX_FORMATS
 from daemon.core.index import IndexSpec
@@ -63,7 +64,7 @@ def get_preset(name: str) -> Preset:
         return PRESETS[name]
     except (KeyError, TypeError):
         raise ConfigError(
-            f"unknown store preset {name!r}", hint=f"valid presets: {', '.join(sorted(PRESETS))}"
+            f"unknown store preset {name!r}{did_you_mean(str(name), PRESETS)}", hint=f"valid presets: {', '.join(sorted(PRESETS))}"
         ) from None
 
 
@@ -144,9 +145,8 @@ def resolve_settings(preset_name: str, overrides: Mapping[str, object] | None = 
     given = dict(overrides or {})
     for key in given:
         if key not in _SETTING_KEYS:
-            raise ConfigError(
-                f"unknown store setting {key!r}", hint=f"valid settings: {', '.join(k for k in _SETTING_KEYS if k != 'archive_dir')}"
-            )
+            valid = [k for k in _SETTING_KEYS if k != "archive_dir"]
+            raise ConfigError(f"unknown store setting {key!r}{did_you_mean(key, valid)}", hint=f"valid settings: {', '.join(valid)}")
     odd = [key for key in given if key not in _RECORD_SETTING_KEYS] if preset.records else []
     if odd:
         raise ConfigError(f"store setting {odd[0]!r} is for folders of notes; a {preset.name} store takes only {' and '.join(_RECORD_SETTING_KEYS)}")

@@ -60,9 +60,10 @@ def test_dreamd_config_wins_over_the_default_file(tmp_path, example_store, env):
 
 
 def test_no_default_file_means_defaults(tmp_path, env):
-    """With no file at the default place, nothing is read: a store name is unknown, exit 2."""
+    """With no file at the default place, nothing is read: a store name is unknown, exit 2, and the line says no config was loaded, naming ~/.config/dreamd/config.toml."""
     done = _dreamd(env, "pass", "found", "--dry-run")
-    assert (done.returncode, done.stderr) == (2, "error[config]: no store named 'found' (known: none configured) (use --store PATH --preset NAME, or add [[stores]] to the config)\n")
+    home = tmp_path / "home" / ".config" / "dreamd" / "config.toml"
+    assert (done.returncode, done.stderr) == (2, f"error[config]: no store named 'found': no config was loaded (no --config, no DREAMD_CONFIG, and no {home}) (give --config FILE, or name the folder: --store PATH --preset NAME)\n")
 
 
 def test_a_broken_default_file_is_an_error_not_ignored(tmp_path, env):

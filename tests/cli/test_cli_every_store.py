@@ -87,10 +87,10 @@ def test_status_text_says_waiting_since(two_stores, cli):
     config, loose = two_stores
     oldest = {name: json.loads(cli("--config", config, "proposals", "--store", name, "--json").out)[0]["created_at"][:19] for name in (loose, "notes")}
     lines = cli("--config", config, "status").out.splitlines()
-    assert lines[1].startswith(f"{loose}: not scheduled (used by path; the daemon passes over configured stores); last #2 completed ")
-    assert lines[1].endswith(f"; 1 pending, waiting since {oldest[loose]}")
-    assert lines[2].startswith("notes: every 6h (jitter 1m); next: (daemon not running); last #1 completed ")
-    assert lines[2].endswith(f"; 6 pending, waiting since {oldest['notes']}")
+    assert lines[2].startswith(f"{loose}: not scheduled (used by path; the daemon passes over configured stores); last #2 completed ")
+    assert lines[2].endswith(f"; 1 pending, waiting since {oldest[loose]}")
+    assert lines[3].startswith("notes: every 6h (jitter 1m); next: (daemon not running); last #1 completed ")
+    assert lines[3].endswith(f"; 6 pending, waiting since {oldest['notes']}")
 
 
 def test_status_with_nothing_waiting_says_so(tmp_path, make_store, cli):
@@ -105,10 +105,26 @@ def test_status_with_no_store_at_all_gives_advice_that_works(tmp_path, make_stor
     """With no store configured or used, ``status`` exits 2 with advice; doing what it says makes status answer."""
     done = cli("status")
     assert (done.code, done.out) == (2, "")
+    home = tmp_path / "xdg-config" / "dreamd" / "config.toml"
     assert done.err == (
-        "error[config]: no stores yet: none configured, none used by path (add [[stores]] to ~/.config/dreamd/config.toml "
-        "(or --config FILE), or run dreamd pass --store PATH --preset NAME)\n"
+        f"error[config]: no stores yet: no config was loaded (no --config, no DREAMD_CONFIG, and no {home}), and none was used by path "
+        f"(add [[stores]] to {home} (or give --config FILE), or run dreamd pass --store PATH --preset NAME)\n"
     )
     lone = make_store({"a.md": DUPLICATE, "b.md": DUPLICATE}, name="lone")
     cli("pass", "--store", str(lone), "--preset", "generic")
     assert cli("status").code == 0
+
+
+def test_status_says_where_the_state_database_lives(two_stores, cli, tmp_path):
+    """Text ``status`` starts with the state database's file, and ``--json`` has it as ``database``."""
+    config, _ = two_stores
+    db_path = tmp_path / "xdg-state" / "dreamd" / "state.db"  # the default: in the state directory
+    assert cli("--config", config, "status").out.splitlines()[:2] == [f"state database: {db_path}", "daemon: not running on this host"]
+    assert json.loads(cli("--config", config, "status", "--json").out)["database"] == str(db_path)
+
+
+def test_status_names_a_server_database_without_its_password():
+    """A PostgreSQL URL is shown with its password masked (the database need not be reachable to say where it is)."""
+    from daemon.service.status import database_location
+
+    assert database_location("postgresql+psycopg://dreamd:secret@db.example:5432/dreamd") == "postgresql+psycopg://dreamd:***@db.example:5432/dreamd"

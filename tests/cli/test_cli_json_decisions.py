@@ -1,4 +1,4 @@
-"""``--json`` on the commands that decide and write (accept, reject, unreject, apply, revert,
+"""``--json`` on the commands that decide and write (accept, reject, unreject, unaccept, apply, revert,
 resolve), and a README that documents the shape of every ``--json`` there is."""
 
 from __future__ import annotations
@@ -54,11 +54,25 @@ def test_unreject_json_is_one_object_in_state_pending(passed, cli):
 
 
 def test_a_refused_decision_prints_no_json_at_all(passed, cli):
-    """Accepting an accepted proposal with --json: exit 5, one error line, and nothing on stdout."""
+    """Accepting a rejected proposal with --json: exit 5, one error line, and nothing on stdout."""
     _, ids = passed
-    cli("accept", str(ids[MERGE]))
+    cli("reject", str(ids[MERGE]), "--reason", "no")
     again = cli("accept", str(ids[MERGE]), "--json")
     assert (again.code, again.out, again.err.count("\n"), again.err.startswith("error[proposal]: ")) == (5, "", 1, True)
+
+
+def test_accepting_again_with_json_lists_the_proposal_as_accepted(passed, cli):
+    """``accept ID --json`` of a proposal accepted before prints it in state accepted, exit 0."""
+    store, ids = passed
+    cli("accept", str(ids[MERGE]))
+    assert _json(cli("accept", str(ids[MERGE]), "--json")) == [{"id": ids[MERGE], "store": store, "state": "accepted"}]
+
+
+def test_unaccept_json_is_one_object_in_state_pending(passed, cli):
+    """``unaccept ID --json`` prints one object: the proposal is pending again."""
+    store, ids = passed
+    cli("accept", str(ids[MERGE]))
+    assert _json(cli("unaccept", str(ids[MERGE]), "--json")) == {"id": ids[MERGE], "store": store, "state": "pending"}
 
 
 def test_apply_json_lists_what_was_applied(passed, cli):
@@ -147,7 +161,7 @@ def test_the_json_section_is_where_the_readme_says():
 
 def test_the_commands_with_json_include_the_decisions_and_writes():
     """The walk over the CLI finds the --json of the commands that decide and write."""
-    assert {"accept", "reject", "unreject", "apply", "revert", "resolve", "status", "pass", "eval"} <= set(_json_commands(dreamd_group))
+    assert {"accept", "reject", "unreject", "unaccept", "apply", "revert", "resolve", "status", "pass", "eval"} <= set(_json_commands(dreamd_group))
 
 
 @pytest.mark.parametrize("name", _json_commands(dreamd_group))

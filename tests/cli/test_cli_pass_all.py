@@ -41,7 +41,7 @@ def test_one_line_per_store_that_needs_review(tmp_path, example_store, make_stor
     config = _config(tmp_path, [("messy", example_store, "deepcode"), ("tidy", tidy, "generic")])
     result = cli("--config", str(config), "--db", db_url, "pass", "--all")
     assert result.code == 0 and result.err == ""
-    assert re.fullmatch(r"messy: (\d+) proposal\(s\) wait for review \(\1 new\): dreamd proposals --store messy\n", result.out)
+    assert re.fullmatch(r"messy: (\d+) proposal\(s\) wait for a person \(\1 pending; \1 new\): dreamd review messy\n", result.out)
 
 
 def test_a_failing_store_exits_11_and_the_others_still_run(tmp_path, example_store, cli, db_url):
@@ -89,3 +89,32 @@ def test_a_timer_or_cron_run_records_its_surface(example_store, tmp_path, monkey
     monkeypatch.setenv("DREAMD_SURFACE", "web")
     refused = cli("--db", db, "log")
     assert refused.code == 2 and "DREAMD_SURFACE='web' is not one of cli, timer" in refused.err
+
+
+def test_cron_status_and_notify_count_what_waits_alike(tmp_path, example_store, cli, db_url):
+    """One proposal accepted and not applied, the rest pending: the cron line, ``status`` and
+    the ``[notify]`` program all count every one of them."""
+    got = tmp_path / "got"
+    config = tmp_path / "config.toml"
+    config.write_text(f'[notify]\ncommand = ["sh", "-c", "echo $2 $4 >> {got}", "notify"]\n'
+                      f'[[stores]]\nname = "messy"\npath = "{example_store}"\npreset = "deepcode"\n')  # fmt: skip
+    first = cli("--config", str(config), "--db", db_url, "pass", "--all")
+    assert cli("--config", str(config), "--db", db_url, "accept", "1").code == 0
+    again = cli("--config", str(config), "--db", db_url, "pass", "--all")
+    waiting = json.loads(cli("--config", str(config), "--db", db_url, "status", "--json").out)["stores"][0]["waiting"]
+    pending = waiting - 1
+    assert first.out == f"messy: {waiting} proposal(s) wait for a person ({waiting} pending; {waiting} new): dreamd review messy\n"
+    assert again.out == f"messy: {waiting} proposal(s) wait for a person ({pending} pending, 1 accepted, not applied; 0 new): dreamd review messy\n"
+    assert got.read_text().splitlines() == [f"{waiting} {waiting}", f"{waiting} 0"]
+
+
+def test_only_accepted_proposals_waiting_point_to_apply(tmp_path, example_store, cli, db_url):
+    """With nothing pending and proposals accepted, not applied, the cron line names ``dreamd apply``, and JSON has both counts."""
+    config = _config(tmp_path, [("messy", example_store, "deepcode")])
+    cli("--config", str(config), "--db", db_url, "pass", "--all")
+    cli("--config", str(config), "--db", db_url, "accept", "--store", "messy")
+    accepted = len(json.loads(cli("--config", str(config), "--db", db_url, "proposals", "--state", "accepted", "--json").out))
+    done = cli("--config", str(config), "--db", db_url, "pass", "--all")
+    assert done.out == f"messy: {accepted} proposal(s) wait for a person ({accepted} accepted, not applied; 0 new): dreamd apply --store messy\n"
+    row = json.loads(cli("--config", str(config), "--db", db_url, "pass", "--all", "--json").out)[0]
+    assert (row["pending"], row["waiting"], row["new"]) == (0, accepted, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -80,18 +81,18 @@ def test_pass_all_on_a_pipe_prints_nothing_on_stderr(two_configured):
     """``pass --all`` with stderr a pipe prints its two store lines and nothing on stderr."""
     done = subprocess.run([sys.executable, "-m", "daemon", "--config", str(two_configured), "pass", "--all"], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stderr) == (0, "")
-    assert done.stdout == "s0: 1 proposal(s) wait for review (1 new): dreamd proposals --store s0\ns1: 1 proposal(s) wait for review (1 new): dreamd proposals --store s1\n"
+    assert done.stdout == "s0: 1 proposal(s) wait for a person (1 pending; 1 new): dreamd review s0\ns1: 1 proposal(s) wait for a person (1 pending; 1 new): dreamd review s1\n"
 
 
 def test_a_cli_pass_runs_the_notify_command(tmp_path, example_store, cli):
-    """``dreamd pass`` with [notify] in the config runs the command once, with the store, the count waiting and the pass id."""
+    """``dreamd pass`` with [notify] in the config runs the command once, with the store, the count waiting, the pass id and the count new."""
     got = tmp_path / "got.json"
     script = tmp_path / "notify.py"
     script.write_text(f"import json, sys\nopen({str(got)!r}, 'w').write(json.dumps([sys.argv[1:], json.load(sys.stdin)['waiting']]))\n")
     config = tmp_path / "dreamd.toml"
     config.write_text(f'[notify]\ncommand = [{json.dumps(sys.executable)}, {json.dumps(str(script))}]\n\n[[stores]]\nname = "notes"\npath = "{example_store}"\npreset = "deepcode"\n')
     pass_id = json.loads(cli("--config", str(config), "pass", "notes", "--json").out)["pass_id"]
-    assert json.loads(got.read_text()) == [["notes", "6", str(pass_id)], 6]
+    assert json.loads(got.read_text()) == [["notes", "6", str(pass_id), "6"], 6]
 
 
 def test_a_pass_on_a_terminal_draws_a_bar_per_stage(tmp_path, make_store, db_url):
@@ -112,3 +113,27 @@ def test_a_pass_on_a_pipe_draws_nothing(tmp_path, make_store, db_url):
     assert done.returncode == 0
     assert all(json.loads(line)["event"] for line in done.stderr.splitlines())
     assert "reading notes" not in done.stderr and "detecting" not in done.stderr
+
+
+def test_a_warning_while_a_bar_is_drawn_starts_a_line_of_its_own(tmp_path, example_store):
+    """A [notify] program that fails logs a warning while the pass's last bar is still drawn:
+    the bar's line is wiped first, so the warning starts at the left edge, not after ``6/6``."""
+    config = tmp_path / "dreamd.toml"
+    config.write_text(f'[notify]\ncommand = ["false"]\n\n[[stores]]\nname = "notes"\npath = "{example_store}"\npreset = "deepcode"\n')
+    code, out, terminal = _with_terminal_stderr(["--config", str(config), "pass", "notes", "--summary"])
+    assert code == 0 and out.startswith("notes: pass #1: ")
+    found = re.search(r"(.{12})\d{4}-\d\d-\d\dT[\d:.]+Z \[warning  \] notify\.failed", terminal, re.DOTALL)
+    assert found, terminal
+    assert found.group(1).endswith("6/6\r\x1b[K"), repr(found.group(1))  # the bar, then its line wiped
+
+
+def test_a_failed_model_part_is_said_once(tmp_path, example_store):
+    """A model that cannot be reached: its failure is the one error line at the end, with no
+    log lines repeating it (retries, pass.failed) on the terminal."""
+    config = tmp_path / "dreamd.toml"
+    config.write_text(f'[llm]\nmodel = "openai/stand-in"\napi_base = "http://127.0.0.1:9/v1"\nretries = 1\ntimeout_s = 5\n\n'
+                      f'[[stores]]\nname = "notes"\npath = "{example_store}"\npreset = "deepcode"\n')  # fmt: skip
+    code, _, terminal = _with_terminal_stderr(["--config", str(config), "pass", "notes", "--summary"])
+    assert code != 0
+    assert terminal.count("model openai/stand-in") == 1, terminal
+    assert "retrying" not in terminal and "pass.failed" not in terminal

@@ -296,3 +296,66 @@ def test_no_pending_proposals_says_so(example_store, cli, db_url):
     assert cli("--db", db_url, "reject", "--store", str(example_store), "--reason", "not now").code == 0
     done = _piped(db_url, "")
     assert (done.returncode, done.stdout) == (0, "no pending proposals\n0 accepted, 0 rejected, 0 skipped, 0 left\n")
+
+
+LAST = "That was the last proposal [u,q,?]? "
+
+
+def test_u_after_the_last_proposal_takes_its_decision_back_and_shows_it_again(example_store, cli, db_url):
+    """Answering the last proposal asks once more; ``u`` there makes it pending again and
+    shows it, and a new answer decides it."""
+    _passed(cli, db_url, example_store)
+    done = _piped(db_url, "s\ns\ns\ns\ns\ny\nu\nn\nnot this one\nq\n")
+    assert done.returncode == 0, done.stderr
+    assert f"#6 accepted\n{LAST}u\n#6 is pending again (accept undone)\n(6/6) store " in done.stdout
+    assert done.stdout.endswith(f"#6 rejected\n{LAST}q\n0 accepted, 1 rejected, 5 skipped, 0 left\n")
+    sixth = _proposals(cli, db_url)[6]
+    assert sixth["state"] == "rejected"
+    assert [(d["decision"], d["reason"]) for d in sixth["decisions"]] == [("accept", None), ("unaccept", "accept undone in review"), ("reject", "not this one")]
+
+
+def test_the_end_of_input_after_the_last_proposal_keeps_its_decision(example_store, cli, db_url):
+    """Input that ends at the last prompt ends the review: the last decision stands."""
+    _passed(cli, db_url, example_store)
+    done = _piped(db_url, "s\ns\ns\ns\ns\ny\n")
+    assert done.stdout.endswith(f"#6 accepted\n{LAST}\n1 accepted, 0 rejected, 5 skipped, 0 left\n")
+    assert _proposals(cli, db_url)[6]["state"] == "accepted"
+
+
+def test_a_review_that_decided_nothing_ends_after_the_last_proposal_without_asking(example_store, cli, db_url):
+    """Every proposal skipped: nothing to undo, so the review ends at once after the last one."""
+    _passed(cli, db_url, example_store)
+    done = _piped(db_url, "s\ns\ns\ns\ns\ns\n")
+    assert LAST not in done.stdout
+    assert done.stdout.endswith(f"{PROMPT}s\n0 accepted, 0 rejected, 6 skipped, 0 left\n")
+
+
+def test_a_terminal_review_undoes_the_last_proposal_with_one_key(example_store, cli, db_url):
+    """On a terminal the question after the last proposal takes one key: ``u`` shows it again, ``q`` ends."""
+    _passed(cli, db_url, example_store)
+    cli("--db", db_url, "reject", "1", "2", "3", "4", "5", "--reason", "not now")
+    term = Terminal(["--db", db_url, "review"], _env(NO_COLOR="1"))
+    assert term.expect(PROMPT).startswith("(1/1) store ")
+    term.press("y")
+    assert term.expect(LAST) == "y\n#6 accepted\n" + LAST
+    term.press("u")
+    assert term.expect(PROMPT).startswith("u\n#6 is pending again (accept undone)\n(1/1) store ")
+    term.press("q")
+    assert term.finish() == (0, "q\n0 accepted, 0 rejected, 0 skipped, 1 left\n")
+    assert _proposals(cli, db_url)[6]["state"] == "pending"
+
+
+def test_a_proposal_accepted_elsewhere_while_it_waits_is_not_this_reviews_to_undo(example_store, cli, db_url):
+    """#1 accepted by another command while the review waits for its answer: ``y`` says so,
+    the review does not count it, and ``u`` has nothing of this review's to take back."""
+    _passed(cli, db_url, example_store)
+    term = Terminal(["--db", db_url, "review"], _env(NO_COLOR="1"))
+    term.expect(PROMPT)
+    assert cli("--db", db_url, "accept", "1").code == 0
+    term.press("y")
+    assert term.expect(PROMPT).startswith("y\nerror[proposal]: #1 is accepted now; it was not accepted\n(2/6) store ")
+    term.press("u")
+    assert term.expect(PROMPT).startswith("u\nerror[proposal]: nothing to undo: this review has decided nothing yet\n")
+    term.press("q")
+    assert term.finish() == (0, "q\n0 accepted, 0 rejected, 0 skipped, 5 left, 1 gone stale or decided elsewhere\n")
+    assert [d["decision"] for d in _proposals(cli, db_url)[1]["decisions"]] == ["accept"]

@@ -26,12 +26,47 @@ def _state(cli, pid):
     return json.loads(cli("show", str(pid), "--json").out)["state"]
 
 
-def test_accepting_twice_is_an_error_with_exit_5(proposals, cli):
-    """The second ``accept`` of a proposal fails with one line, exit 5, and the proposal stays accepted."""
+def test_accepting_twice_is_a_quiet_success_that_records_nothing_more(proposals, cli):
+    """The second ``accept`` of a proposal says it is accepted already, exits 0, and adds no decision or event."""
     pid = proposals[("build-commands-copy.md", "build-commands.md")]
     assert cli("accept", str(pid)).out == f"#{pid} accepted\n"
-    _one_error_line(cli("accept", str(pid)), 5, f"error[proposal]: proposal {pid} is accepted; it cannot become accepted (from accepted it can become: applied, rejected, stale)")
-    assert _state(cli, pid) == "accepted"
+    events = cli("log", "--json").out
+    again = cli("accept", str(pid))
+    assert (again.code, again.out, again.err) == (0, f"#{pid} already accepted\n", "")
+    assert cli("log", "--json").out == events
+    assert [d["decision"] for d in json.loads(cli("show", str(pid), "--json").out)["decisions"]] == ["accept"]
+
+
+def test_a_batch_with_one_proposal_accepted_already_accepts_the_others(proposals, cli):
+    """``accept A B`` with A accepted before accepts B and says A was accepted already, exit 0."""
+    first, second = proposals[("build-commands-copy.md", "build-commands.md")], proposals[("release-plan-v1.md", "release-plan-v2.md")]
+    cli("accept", str(first))
+    done = cli("accept", str(first), str(second))
+    assert (done.code, done.out) == (0, f"#{first} already accepted\n#{second} accepted\n")
+    assert [_state(cli, first), _state(cli, second)] == ["accepted", "accepted"]
+
+
+def test_rejecting_twice_keeps_the_first_reason_and_exits_0(proposals, cli):
+    """A second ``reject`` of a rejected proposal is a quiet success: no second decision, the first reason stands."""
+    pid = proposals[("build-commands-copy.md", "build-commands.md")]
+    cli("reject", str(pid), "--reason", "keep both")
+    assert cli("reject", str(pid), "--reason", "again").out == f"#{pid} already rejected\n"
+    assert [(d["decision"], d["reason"]) for d in json.loads(cli("show", str(pid), "--json").out)["decisions"]] == [("reject", "keep both")]
+
+
+def test_accepting_an_applied_proposal_is_still_refused(proposals, cli):
+    """Only the same decision repeated is quiet: an applied proposal cannot be accepted (exit 5, one line)."""
+    pid = proposals[("build-commands-copy.md", "build-commands.md")]
+    cli("accept", str(pid))
+    cli("apply", str(pid))
+    _one_error_line(cli("accept", str(pid)), 5, f"error[proposal]: proposal {pid} is applied; it cannot become accepted (from applied it can become: reverted)")
+
+
+def test_a_rejected_proposal_says_it_can_become_pending_through_unreject(proposals, cli):
+    """Accepting a rejected proposal is refused with the command that takes the rejection back."""
+    pid = proposals[("build-commands-copy.md", "build-commands.md")]
+    cli("reject", str(pid), "--reason", "no")
+    _one_error_line(cli("accept", str(pid)), 5, f"error[proposal]: proposal {pid} is rejected; it cannot become accepted (from rejected it can become: pending again through dreamd unreject {pid})")
 
 
 def test_reject_needs_a_reason(proposals, cli):
@@ -79,16 +114,16 @@ def test_reverting_a_proposal_that_was_not_applied_exits_5(proposals, cli, accep
     if accept_first:
         cli("accept", str(pid))
         state = "accepted"
-    allowed = "accepted, rejected, stale" if state == "pending" else "applied, rejected, stale"
+    allowed = "accepted, rejected, stale" if state == "pending" else f"applied, rejected, stale, or pending again through dreamd unaccept {pid}"
     _one_error_line(cli("revert", str(pid)), 5, f"error[proposal]: proposal {pid} is {state}; it cannot become reverted (from {state} it can become: {allowed})")
     assert _state(cli, pid) == state
 
 
 def test_only_legal_transitions_through_a_full_life(proposals, cli):
-    """pending -> accepted -> applied -> reverted works; every other move on the way is refused with exit 5."""
+    """pending -> accepted -> applied -> reverted works (an accept repeated is quiet); every other move on the way is refused with exit 5."""
     pid = str(proposals[("build-commands-copy.md", "build-commands.md")])
     steps = [
-        (("revert", pid), 5), (("accept", pid), 0), (("accept", pid), 5), (("apply", pid), 0),
+        (("revert", pid), 5), (("accept", pid), 0), (("accept", pid), 0), (("apply", pid), 0),
         (("accept", pid), 5), (("reject", pid, "--reason", "late"), 5), (("apply", pid), 5),
         (("revert", pid), 0), (("revert", pid), 5), (("accept", pid), 5), (("apply", pid), 5),
     ]  # fmt: skip

@@ -60,3 +60,32 @@ def test_the_example_config_loads_and_every_preset_it_shows_is_valid():
     config = load_config(Path(__file__).resolve().parents[2] / "config.example.toml")
     assert {s.preset for s in config.stores.values()} >= {"deepcode", "claude-code", "cline", "serena"}
     assert config.stores["orchard-claude"].settings.archive_root == "../{notes}.dreamd-archive"
+
+
+FIRST_USE = README.split("## First real use", 1)[1].split("\n## ", 1)[0] if "## First real use" in README else ""
+
+
+def test_first_real_use_comes_right_after_the_quick_start_with_five_commands():
+    """The README's second section walks a real folder through five dreamd commands."""
+    sections = re.findall(r"^## (.+)$", README, re.MULTILINE)
+    assert sections[:2] == ["Quick start", "First real use"]
+    (block,) = re.findall(r"```sh\n(.*?)```", FIRST_USE, re.DOTALL)
+    commands = [line.split("#")[0].split() for line in block.strip().splitlines()]
+    assert [c[:2] for c in commands] == [["dreamd", "pass"], ["dreamd", "status"], ["dreamd", "serve"], ["dreamd", "apply"], ["dreamd", "revert"]]
+
+
+def test_first_real_use_works_as_written(example_store, cli):
+    """Its commands, on a copy of the example folder (an accept standing for the browser's):
+    the pass records proposals, status names the state database, apply writes the accepted
+    one and revert gives every byte back."""
+    (block,) = re.findall(r"```sh\n(.*?)```", FIRST_USE, re.DOTALL)
+    commands = [line.split("#")[0].split()[1:] for line in block.strip().splitlines()]
+    folder = commands[0][2]
+    before = {p.name: p.read_bytes() for p in example_store.iterdir()}
+    run = [[str(example_store) if arg == folder else arg for arg in args] for args in commands]
+    assert cli(*run[0]).out.endswith("11 notes, 6 pending\n")
+    assert cli(*run[1]).out.startswith("state database: ")
+    assert run[2] == ["serve"] and cli("accept", "1").code == 0
+    assert cli(*run[3]).out == "#1 applied\n"
+    assert cli(*run[4]).out == "#1 reverted\n"
+    assert {p.name: p.read_bytes() for p in example_store.iterdir() if p.name != ".dreamd-archive"} == before

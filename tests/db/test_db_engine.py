@@ -132,10 +132,21 @@ def test_a_file_of_garbage_is_a_state_error(tmp_path):
         open_engine(f"sqlite:///{path}")
 
 
-def test_a_parent_that_is_a_file_is_a_state_error(tmp_path):
+def test_a_parent_that_is_a_file_is_a_state_error_naming_the_file(tmp_path):
+    """A URL given whose folder is a file: the error names that file and advises another URL, not the state directory's variables."""
     (tmp_path / "file").write_text("x")
-    with pytest.raises(StateError, match="cannot create the state directory"):
+    with pytest.raises(StateError, match="cannot create .*/file, the folder of the state database given: .*/file is a file, not a folder") as refused:
         open_engine(f"sqlite:///{tmp_path / 'file' / 'state.db'}")
+    assert refused.value.hint == "give --db (or DREAMD_DB, or the config's db) a file in a folder you can write"
+
+
+def test_a_state_directory_that_cannot_be_made_advises_its_variables(tmp_path, monkeypatch):
+    """The default database's folder under a file: the advice is STATE_DIRECTORY or XDG_STATE_HOME."""
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "file" / "dreamd"))
+    with pytest.raises(StateError, match="cannot create the state directory .*: .*/file is a file, not a folder") as refused:
+        open_engine(default_db_url())
+    assert refused.value.hint == "check permissions, or set STATE_DIRECTORY or XDG_STATE_HOME"
 
 
 @pytest.mark.parametrize("url", ["not a url", "nosuchdb://x", "postgresql://u:pw@host:port/db"])

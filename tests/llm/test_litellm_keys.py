@@ -89,3 +89,34 @@ def test_no_key_anywhere_is_a_request_error_not_a_retry(client, http, sleeps) ->
     with pytest.raises(ModelRequestError):
         client.complete(request(), ModelSettings(model="openai/gpt-4o-mini", retries=3))
     assert route.call_count == 0 and sleeps == []
+
+
+@pytest.mark.parametrize(
+    ("given", "environ", "said"),
+    [
+        ({"api_key_env": KEY_VAR}, {}, f"the environment variable {KEY_VAR} (api_key_env) is not set or empty"),
+        ({"api_key_env": KEY_VAR}, {KEY_VAR: ""}, f"the environment variable {KEY_VAR} (api_key_env) is not set or empty"),
+        ({"api_key_env": KEY_VAR}, {KEY_VAR: SECRET}, None),
+        ({}, {}, "it reads its key from OPENAI_API_KEY, which is not set"),
+        ({}, {"OPENAI_API_KEY": SECRET}, None),
+        ({"api_base": LOCAL_BASE}, {}, None),
+    ],
+    ids=["named-unset", "named-empty", "named-set", "provider-unset", "provider-set", "local-server"],
+)
+def test_a_missing_key_is_found_before_any_call(given, environ, said, monkeypatch) -> None:
+    """``missing_key`` says why no call could be made (the variable api_key_env names, else
+    the provider's own), and nothing for a local server that needs none."""
+    from daemon.llm.litellm_client import LiteLLMClient
+
+    monkeypatch.delenv(KEY_VAR, raising=False)
+    for name, value in environ.items():
+        monkeypatch.setenv(name, value)
+    assert LiteLLMClient().missing_key(ModelSettings("openai/gpt-4o-mini", **given)) == said
+
+
+def test_a_providers_base_address_is_not_a_missing_key(monkeypatch) -> None:
+    """Ollama's OLLAMA_API_BASE has a default: a model of it is never refused for want of a key."""
+    from daemon.llm.litellm_client import LiteLLMClient
+
+    monkeypatch.delenv("OLLAMA_API_BASE", raising=False)
+    assert LiteLLMClient().missing_key(ModelSettings("ollama_chat/llama3")) is None

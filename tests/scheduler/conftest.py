@@ -93,8 +93,9 @@ class DaemonProcess:
 def start_daemon(tmp_path: Path) -> Iterator[Callable[..., DaemonProcess]]:
     started: list[DaemonProcess] = []
 
-    def start(config: Path, *args: str, notify: NotifySocket | None = None, watchdog_usec: int | None = None) -> DaemonProcess:
-        env = dict(os.environ)
+    def start(config: Path, *args: str, notify: NotifySocket | None = None, watchdog_usec: int | None = None, env: dict[str, str] | None = None) -> DaemonProcess:
+        """``env``: variables that differ from this process's (another host's state directory)."""
+        env = {**os.environ, **(env or {})}
         if notify is not None:
             env["NOTIFY_SOCKET"] = str(notify.path)
         if watchdog_usec is not None:

@@ -55,7 +55,7 @@ def test_the_daemon_fires_passes_and_speaks_to_systemd(tmp_path, example_store, 
     assert rows[0].status == "completed" and rows[0].surface == "daemon" and rows[0].actor == "daemon"
     assert {r.status for r in rows} <= {"completed", "skipped"}
     assert "daemon.stopped" in daemon.log()
-    assert not (tmp_path / "xdg-state" / "dreamd" / "daemon.json").exists()
+    assert not list((tmp_path / "xdg-state" / "dreamd").glob("daemon-*.json"))
     # pause, drain, shut down: no job submitted into a closed pool, nothing logged as an error
     assert '"level": "error"' not in daemon.log() and "after shutdown" not in daemon.log()
 

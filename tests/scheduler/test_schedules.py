@@ -87,6 +87,13 @@ def test_bad_cron_is_a_config_error(expression, message):
         parse_schedule({"cron": expression}, "store 'a'")
 
 
+def test_both_day_fields_are_refused_with_advice_that_keeps_one_store_per_folder():
+    """The advice is one day field here and a crontab line or timer for the rest, never a second store of the same folder."""
+    with pytest.raises(ConfigError) as refused:
+        parse_schedule({"cron": "0 3 1 * 1"}, "store 'a'")
+    assert refused.value.hint == "restrict only one of the two fields, and pass on the other days from a crontab line or a systemd timer running dreamd pass NAME (a folder is one store, with one schedule)"
+
+
 def test_every_and_cron_together_are_refused():
     with pytest.raises(ConfigError, match="either 'every' or 'cron'"):
         parse_schedule({"every": "1h", "cron": "0 * * * *"}, "store 'a'")

@@ -29,7 +29,7 @@ def test_a_batch_with_one_bad_id_decides_nothing(example_store, make_app):
 def test_a_batch_decides_every_id_in_one_go(example_store, make_app):
     app = make_app()
     ids = [o.id for o in _pending(app, example_store)]
-    assert decide_all(app, ids, "accept", actor="human:ana") == ids
+    assert decide_all(app, ids, "accept", actor="human:ana").ids == ids
     assert {get_proposal(app, i).state for i in ids} == {"accepted"}
 
 

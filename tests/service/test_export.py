@@ -95,6 +95,52 @@ def test_a_patch_is_the_header_block_then_the_stored_diff(example_store, make_ap
     assert "# confidence: 1.00" in lines and "# source: detector:exact-duplicate@5" in lines
 
 
+def _apply_line(path: str) -> str:
+    (line,) = [line for line in Path(path).read_text().splitlines() if line.startswith("# apply: ")]
+    return line.removeprefix("# apply: ")
+
+
+def test_the_apply_line_of_a_store_below_a_repositorys_top_applies_it_from_anywhere(repo_store, make_app, tmp_path, read_tree):
+    """The header's ``git -C <top> apply --directory=memory <patch>``, run from an unrelated
+    folder, gives the store the merge's result bytes."""
+    from daemon.core.hashing import hash_bytes
+
+    store = repo_store / "memory"
+    app, _ = _passed(make_app, store)
+    (merge,) = [v for v in _pending(app) if "build-commands-copy.md" in v.paths]
+    (item,) = export_patches(app, [merge], tmp_path / "patches")
+    line = _apply_line(item.path)
+    assert line == f"git -C {repo_store} apply --directory=memory {tmp_path / 'patches' / Path(item.path).name}"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run(line, shell=True, cwd=elsewhere, check=True)
+    files = read_tree(store)
+    assert {p: hash_bytes(files[p]) if p in files else None for p in merge.result} == merge.result
+
+
+def test_the_header_says_git_apply_inside_the_store_folder_applies_nothing(repo_store, make_app, tmp_path, read_tree):
+    """Below a repository's top the header warns, and it is true: ``git apply`` run in the
+    store folder exits 0, says Skipped patch and changes nothing."""
+    store = repo_store / "memory"
+    app, _ = _passed(make_app, store)
+    (item,) = export_patches(app, [v for v in _pending(app) if "build-commands-copy.md" in v.paths], tmp_path / "patches")
+    assert "# note: git apply run inside memory applies nothing: git skips every file (Skipped patch) and still exits 0; run the line above, from any folder\n" in Path(item.path).read_text()
+    before = read_tree(store)
+    done = subprocess.run(["git", "apply", "-v", item.path], cwd=store, capture_output=True, text=True)
+    assert (done.returncode, "Skipped patch" in done.stderr, read_tree(store) == before) == (0, True, True)
+
+
+def test_a_store_outside_a_repository_is_applied_with_git_c_at_its_root_and_no_warning(example_store, make_app, tmp_path, read_tree):
+    """Outside any work tree the apply line is ``git -C <store> apply <patch>``, with no note, and it works from elsewhere."""
+    app, _ = _passed(make_app, example_store)
+    (item,) = export_patches(app, [v for v in _pending(app) if "build-commands-copy.md" in v.paths], tmp_path / "patches")
+    line = _apply_line(item.path)
+    assert line == f"git -C {example_store} apply {item.path}" and "# note: " not in Path(item.path).read_text()
+    before = read_tree(example_store)
+    subprocess.run(line, shell=True, cwd=tmp_path, check=True)
+    assert read_tree(example_store) != before
+
+
 def test_a_policy_verdict_is_in_the_header_as_a_decision(example_store, make_app):
     """A decision on the proposal is a ``# decision:`` line naming who decided, through what surface, and why."""
     app, _ = _passed(make_app, example_store)

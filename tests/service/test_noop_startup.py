@@ -68,9 +68,9 @@ def test_pass_all_over_unchanged_stores_imports_no_database_layer_and_says_what_
     with sqlite3.connect(db_path) as conn:
         conn.execute("UPDATE stat_cache SET scanned_ns = max(mtime_ns, ctime_ns) + 60000000000")
     again = subprocess.run(args, capture_output=True, text=True, env=env, check=True, timeout=120)
-    pending = first.stdout.split("demo: ", 1)[1].split(" ", 1)[0]  # "demo: N proposal(s) wait for review (N new): …"
-    assert int(pending) > 0 and f"({pending} new)" in first.stdout
-    assert again.stdout.strip() == f"demo: {pending} proposal(s) wait for review (0 new): dreamd proposals --store demo"
+    pending = first.stdout.split("demo: ", 1)[1].split(" ", 1)[0]  # "demo: N proposal(s) wait for a person (N pending; N new): …"
+    assert int(pending) > 0 and f"({pending} pending; {pending} new)" in first.stdout
+    assert again.stdout.strip() == f"demo: {pending} proposal(s) wait for a person ({pending} pending; 0 new): dreamd review demo"
     modules = set(_IMPORTED.findall(again.stderr))
     assert sorted(m for m in modules if m.split(".")[0] in ("sqlalchemy", "alembic", "structlog")) == []
     with sqlite3.connect(db_path) as conn:

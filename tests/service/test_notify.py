@@ -46,14 +46,14 @@ def _app(make_app, argv, timeout=10.0):
 
 
 def test_a_pass_that_leaves_proposals_pending_runs_the_command(example_store, make_app, recorder):
-    """The command gets STORE WAITING PASS_ID as arguments and every waiting proposal as JSON on stdin."""
+    """The command gets STORE WAITING PASS_ID NEW as arguments and every waiting proposal as JSON on stdin."""
     argv, got = recorder
     store = adhoc_store(example_store, "deepcode")
     report = run_pass(_app(make_app, argv), store)
     waiting = [{"id": o.id, "kind": o.planned.draft.kind, "title": o.planned.draft.title} for o in report.outcomes if o.state == "pending"]
     assert _calls(got) == [{
-        "args": [store.name, "5", str(report.pass_id)],
-        "stdin": {"v": 1, "store": store.name, "pass_id": report.pass_id, "waiting": 5, "proposals": waiting},
+        "args": [store.name, "5", str(report.pass_id), "5"],
+        "stdin": {"v": 1, "store": store.name, "pass_id": report.pass_id, "waiting": 5, "new": 5, "proposals": waiting},
     }]  # fmt: skip
 
 
@@ -67,8 +67,32 @@ def test_accepted_proposals_not_applied_count_as_waiting(example_store, make_app
     for other in ids[1:]:
         decide(app, other, "reject", "not wanted")
     report = run_pass(app, store)
-    assert _calls(got)[-1]["args"] == [store.name, "1", str(report.pass_id)]
+    assert _calls(got)[-1]["args"] == [store.name, "1", str(report.pass_id), "0"]
     assert [p["id"] for p in _calls(got)[-1]["stdin"]["proposals"]] == [ids[0]]
+
+
+def test_only_new_runs_the_command_after_a_pass_that_made_proposals_and_not_after_a_reminder(example_store, make_app, recorder, clock):
+    """With ``only_new`` the first pass (5 new) runs the command; the next, which only finds
+    the same 5 still waiting, does not."""
+    argv, got = recorder
+    app = make_app(Config(notify=Notify(tuple(argv), 10.0, only_new=True)))
+    store = adhoc_store(example_store, "deepcode")
+    first = run_pass(app, store)
+    clock.advance(hours=1)
+    second = run_pass(app, store)
+    assert second.status == "skipped" and second.pass_id is not None
+    assert [call["args"] for call in _calls(got)] == [[store.name, "5", str(first.pass_id), "5"]]
+
+
+def test_without_only_new_an_unchanged_store_is_reminded_of_what_waits(example_store, make_app, recorder, clock):
+    """By default every pass that leaves proposals waiting runs the command, with 0 new after the first."""
+    argv, got = recorder
+    app = _app(make_app, argv)
+    store = adhoc_store(example_store, "deepcode")
+    run_pass(app, store)
+    clock.advance(hours=1)
+    second = run_pass(app, store)
+    assert [call["args"][1:] for call in _calls(got)][-1] == ["5", str(second.pass_id), "0"]
 
 
 def test_nothing_waiting_runs_nothing(make_store, make_app, recorder):
@@ -125,9 +149,9 @@ def test_the_command_runs_without_a_shell(example_store, make_app, tmp_path):
 
 
 def test_the_config_reads_notify(tmp_path):
-    """``[notify]`` with command and timeout_s becomes Config.notify."""
-    config = parse_config({"notify": {"command": ["notify-send", "dreamd"], "timeout_s": 3}}, tmp_path / "c.toml")
-    assert config.notify == Notify(("notify-send", "dreamd"), 3.0)
+    """``[notify]`` with command, timeout_s and only_new becomes Config.notify."""
+    config = parse_config({"notify": {"command": ["notify-send", "dreamd"], "timeout_s": 3, "only_new": True}}, tmp_path / "c.toml")
+    assert config.notify == Notify(("notify-send", "dreamd"), 3.0, only_new=True)
 
 
 @pytest.mark.parametrize(
@@ -137,8 +161,9 @@ def test_the_config_reads_notify(tmp_path):
         ({"command": []}, "notify.command must be a non-empty list of strings"),
         ({"command": ["x"], "timeout_s": 0}, "notify.timeout_s must be a number of seconds in (0, 3600]"),
         ({"command": ["x"], "shell": True}, "notify: unknown key 'shell'"),
+        ({"command": ["x"], "only_new": "yes"}, "notify.only_new must be true or false"),
     ],
-    ids=["a-string", "empty", "zero-timeout", "unknown-key"],
+    ids=["a-string", "empty", "zero-timeout", "unknown-key", "only-new-not-a-bool"],
 )
 def test_a_bad_notify_table_is_refused_at_load(table, said, tmp_path):
     """A command given as one string (it would need a shell), an empty one, a zero timeout or an unknown key is a config error."""

@@ -156,7 +156,7 @@ def test_bad_limits_are_one_config_error(table, message):
 
     with pytest.raises(ConfigError) as caught:
         parse_config(tomllib.loads(f"[limits]\n{table}\n"))
-    assert str(caught.value) == f"config: {message}"
+    assert caught.value.one_line() == f"error[config]: config: {message}"
 
 
 def test_limits_are_read_from_the_config():

@@ -4,9 +4,11 @@
 realsystemd.py); ``host`` gives each test that machine back in a known state: no dreamd
 unit running, no test drop-in, an empty state directory, fresh stores.
 
-Without root, unshare, systemd or cron these tests are skipped, saying why; under CI
-(``$CI`` set) or with ``DREAMD_TEST_SYSTEMD_REQUIRED=1`` they fail instead, so that a
-runner that lost a tool cannot pass them by skipping.
+They boot a real systemd, so they run only when asked: with ``DREAMD_TEST_SYSTEMD=1``, or
+where they are required (``DREAMD_TEST_SYSTEMD_REQUIRED=1``, which ``.ci/run`` sets, or
+``$CI``). A developer's ``pytest`` skips them, saying how to run them. Asked for, without
+root, unshare, systemd or cron they are skipped, saying why; where they are required they
+fail instead, so that a runner that lost a tool cannot pass them by skipping.
 """
 
 from __future__ import annotations
@@ -18,8 +20,21 @@ import pytest
 from realsystemd import REPO, Host, Machine, MachineError, install_dreamd, missing_for_cron, missing_for_systemd
 
 
+ASK = "DREAMD_TEST_SYSTEMD"
+
+
 def required() -> bool:
     return bool(os.environ.get("CI")) or os.environ.get("DREAMD_TEST_SYSTEMD_REQUIRED") == "1"
+
+
+def asked() -> bool:
+    """Whether this run may boot a real systemd (and cron): asked for, or required."""
+    return required() or os.environ.get(ASK) == "1"
+
+
+def unless_asked() -> None:
+    if not asked():
+        pytest.skip(f"these tests boot a real systemd (as root, in private namespaces): {ASK}=1 runs them")
 
 
 def unavailable(reason: str) -> None:
@@ -30,6 +45,7 @@ def unavailable(reason: str) -> None:
 
 @pytest.fixture(scope="session")
 def machine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Machine]:
+    unless_asked()
     reason = missing_for_systemd()
     if reason:
         unavailable(reason)
@@ -54,6 +70,7 @@ def host(machine: Machine) -> Iterator[Host]:
 
 @pytest.fixture
 def cron_host(request: pytest.FixtureRequest) -> Host:
+    unless_asked()
     reason = missing_for_cron()  # before booting anything
     if reason:
         unavailable(reason)

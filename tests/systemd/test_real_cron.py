@@ -1,5 +1,5 @@
 """systemd/crontab.example under Debian's real cron daemon: ``dreamd pass --all`` as the
-dreamd user, its output mailed, and that mail silent unless proposals wait for review.
+dreamd user, its output mailed, and that mail silent unless proposals wait for a person.
 
 cron runs in the same private machine as the systemd tests (see realsystemd.py), started
 by the cron package's own cron.service. The file is installed as the README says
@@ -101,5 +101,5 @@ def test_cron_mails_one_line_per_store_that_waits_for_review(cron_host):
     pending = json.loads(host.dreamd("proposals", "--store", "notes", "--state", "pending", "--json").stdout)
     assert pending
     n = len(pending)
-    assert body == [f"notes: {n} proposal(s) wait for review ({n} new): dreamd proposals --store notes"], body
+    assert body == [f"notes: {n} proposal(s) wait for a person ({n} pending; {n} new): dreamd review notes"], body
     assert [(p["status"], p["surface"]) for p in passes(host, "notes") + passes(host, "clean")] == [("completed", "timer")] * 2

@@ -105,6 +105,12 @@ def finished_steps(conn: Connection, store_id: int, proposal_id: int | None = No
     return [row["files"] for row in conn.scalars(query.order_by(t.journal.c.id.desc()))]
 
 
+def finished_applies(conn: Connection, store_id: int) -> list[tuple[int, dict[str, tuple[str | None, str | None]]]]:
+    """Completed apply journals, oldest first: (proposal id, path -> (hash before, hash it wrote))."""
+    query = select(t.journal.c.proposal_id, t.journal.c.steps).where(t.journal.c.store_id == store_id, t.journal.c.state == "done", t.journal.c.operation == "apply")
+    return [(row.proposal_id, {step["path"]: (step["before"], step["after"]) for step in row.steps["files"]}) for row in conn.execute(query.order_by(t.journal.c.id))]
+
+
 def unfinished_journals(conn: Connection, store_id: int, states: tuple[str, ...] = ("writing",)) -> list[Any]:
     return list(
         conn.execute(

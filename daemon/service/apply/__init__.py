@@ -3,7 +3,8 @@
 ``applying`` applies and reverts, ``journal`` writes a proposal's files so that a crash
 leaves all-old or all-new, ``recovery`` finishes what a crash interrupted before any command
 reads or writes a store, ``resolving`` closes a journal left in conflict, ``merged`` finds
-proposals someone else already applied, ``interrupt`` lets SIGTERM stop only at safe points.
+proposals someone else already applied, ``interrupt`` lets SIGTERM stop only at safe points,
+``later`` says in which order to revert what a later apply wrote over.
 """
 
 from daemon.service.face import face

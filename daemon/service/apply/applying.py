@@ -29,6 +29,7 @@ from daemon.core.hashing import RunningRoot, hash_bytes, root_hash
 from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.apply.interrupt import shielded
+from daemon.service.apply.later import revert_order
 from daemon.service.leases import holding_store
 from daemon.service.apply.merged import Found, exact_steps, holds_result, record_found_applied
 from daemon.service.apply.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, refuse_if_held, roll_back, rolls_back, scan_blobs
@@ -349,11 +350,14 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
         (written, *_) = repo.finished_steps(conn, store_id, proposal_id, "apply") or [[]]
         steps = [journal.Step(s["path"], s["after"], s["before"]) for s in written]
         blobs = repo.get_blobs(conn, [s.after for s in steps if s.after])
-    changed = journal.mismatches(registered_roots(app, store_id, store), {s.path: s.before for s in steps})
+    roots = registered_roots(app, store_id, store)
+    changed = journal.mismatches(roots, {s.path: s.before for s in steps})
     if changed:
+        with engine.connect() as conn:
+            order = revert_order(conn, store_id, proposal_id, journal.on_disk(roots, changed))
         raise ConflictError(
             f"proposal {proposal_id} cannot be reverted: changed since it was applied: {', '.join(changed)}",
-            hint=f"they hold edits made after the apply; to take it back by hand, dreamd show {proposal_id} shows exactly what it changed",
+            hint=order or f"they hold edits made after the apply; to take it back by hand, dreamd show {proposal_id} shows exactly what it changed",
         )
     _journaled(app, store, store_id, proposal_id, "revert", steps, blobs)
     log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps))

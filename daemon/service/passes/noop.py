@@ -113,8 +113,8 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport 
         return None
     if (looked.root, looked.preset) != (str(store.root), store.preset):
         return None
-    if looked.waiting and (store.policy is not None or app.config.notify.command):
-        return None
+    if looked.waiting and (store.policy is not None or (app.config.notify.command and not app.config.notify.only_new)):
+        return None  # a policy may decide, or [notify] reminds, of what waits: the whole pass
     _, root_hash, planner, due, stats = looked.last_completed
     if (due is not None and now >= due) or model_unfinished(store, stats):
         return None
@@ -135,7 +135,7 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport 
                                 root_hash=scan.root_hash, planner=fingerprint, stats=report.stats, reason=REASON)  # fmt: skip
     if pass_id is None:
         return None
-    report.pass_id, report.pending_after = pass_id, looked.pending
+    report.pass_id, report.waiting_after = pass_id, (looked.pending, looked.waiting)
     where = log.bind(store=store.name, pass_id=pass_id)
     for skipped in report.skipped_files:
         where.info("file.skipped", path=skipped.path, reason=skipped.reason)

@@ -1,10 +1,12 @@
 """Telling a person that proposals wait: ``[notify] command`` after a pass, and what waits.
 
 A proposal *waits* while a person still has something to do with it: ``pending`` (to
-review) or ``accepted`` and not yet applied (to apply). After a pass (not a dry run, not one
-skipped because another run held the store) that leaves at least one waiting, the configured
-program runs with no shell: ``prog arg… STORE WAITING PASS_ID``, and on stdin
-``{"v": 1, "store", "pass_id", "waiting", "proposals": [{"id", "kind", "title"}]}``.
+review) or ``accepted`` and not yet applied (to apply); ``status`` and ``pass --all`` count
+the same. After a pass (not a dry run, not one skipped because another run held the store)
+that leaves at least one waiting, the configured program runs with no shell:
+``prog arg… STORE WAITING PASS_ID NEW``, and on stdin ``{"v": 1, "store", "pass_id",
+"waiting", "new", "proposals": [{"id", "kind", "title"}]}``; NEW is how many of those this
+pass made. With ``only_new`` it runs only when NEW is not 0 (no reminder of older ones).
 It is a courtesy, never part of the pass: a program that fails, hangs past its timeout or
 cannot be started is logged and the pass stays as it was. It runs in a session (and process
 group) of its own, and at the timeout the whole group is killed, so no child it started
@@ -59,19 +61,22 @@ def waiting_proposals(conn: Connection, store_id: int) -> list[Waiting]:
     return [Waiting(*row) for row in conn.execute(query)]
 
 
-def notify_waiting(app: App, store: StoreConfig, status: str, pass_id: int | None) -> bool:
-    """Run the notify command if the pass that just ended leaves proposals waiting; True if it ran."""
-    command = app.config.notify.command
-    if not command or pass_id is None or status in ("busy", "dry-run"):  # a pass that did not run
+def notify_waiting(app: App, store: StoreConfig, status: str, pass_id: int | None, new: int = 0) -> bool:
+    """Run the notify command if the pass that just ended leaves proposals waiting (``new``:
+    how many of them it made); True if it ran."""
+    notify = app.config.notify
+    if not notify.command or pass_id is None or status in ("busy", "dry-run"):  # a pass that did not run
+        return False
+    if notify.only_new and not new:
         return False
     with app.engine().connect() as conn:
         row = repo.find_store(conn, store.name)
         waiting = waiting_proposals(conn, row.id) if row is not None else []
     if not waiting:
         return False
-    message = {"v": NOTIFY_VERSION, "store": store.name, "pass_id": pass_id, "waiting": len(waiting),
+    message = {"v": NOTIFY_VERSION, "store": store.name, "pass_id": pass_id, "waiting": len(waiting), "new": new,
                "proposals": [{"id": w.id, "kind": w.kind, "title": w.title} for w in waiting]}  # fmt: skip
-    _run(list(command) + [store.name, str(len(waiting)), str(pass_id)], message, app.config.notify.timeout_s)
+    _run(list(notify.command) + [store.name, str(len(waiting)), str(pass_id), str(new)], message, notify.timeout_s)
     return True
 
 

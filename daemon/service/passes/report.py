@@ -64,10 +64,18 @@ class PassReport:
     busy: str | None = None  # why the pass did not run: another process holds the store
     capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
     findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/passes/findings.py)
-    pending_after: int | None = None  # the store's pending proposals once the pass ended, when it counted them (the no-op lane)
+    # the store's pending and waiting (pending or accepted, not applied) proposals once the
+    # pass ended, when it counted them (the no-op lane)
+    waiting_after: tuple[int, int] | None = None
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)
+
+    @property
+    def new_waiting(self) -> int:
+        """How many proposals this pass made that wait for a person: pending, or accepted by
+        the policy and not applied."""
+        return self.count("pending") + self.count("accepted")
 
     def summary(self, label: str) -> str:
         """The one line a pass ends with: how many notes, and what became of its proposals."""

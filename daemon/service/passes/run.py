@@ -17,7 +17,7 @@ from sqlalchemy import Connection
 
 from daemon import logs
 from daemon.config import StoreConfig
-from daemon.core.errors import PlannerError
+from daemon.core.errors import MissingKeyError, PlannerError
 from daemon.core.proposals import OPEN, PENDING
 from daemon.db import repo
 from daemon.service import recorded
@@ -112,6 +112,7 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root:
     reading notes, detecting and proposing: a face draws a bar with it."""
     progress = progress or _unwatched
     now = app.clock()
+    _refuse_without_key(app, store)
     if dry_run:
         return _dry_run(app, store, now, progress)
     roots_of(store)  # a missing folder is the user's typo: record nothing for it
@@ -127,7 +128,9 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root:
     except StoreBusyError as busy:
         return _busy(app, store, store_id, pass_id, now, busy)
     except Exception as exc:
-        log.error("pass.failed", store=store.name, pass_id=pass_id, error=f"{exc.__class__.__name__}: {exc}")
+        # info: the face that started the pass says why in its own one line (the CLI's error,
+        # pass --all's line, the daemon's pass.finished); a warning here would say it twice
+        log.info("pass.failed", store=store.name, pass_id=pass_id, error=f"{exc.__class__.__name__}: {exc}")
         with engine.begin() as conn:
             repo.finish_pass(conn, store_id, pass_id, status="failed", finished_at=app.clock(), error=f"{exc.__class__.__name__}: {exc}")
             repo.add_event(conn, store_id, "pass.failed", app.actor, app.surface, app.clock(), {"error": str(exc)}, pass_id=pass_id)
@@ -136,8 +139,20 @@ def run_pass(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root:
     for skipped in report.skipped_files:
         where.info("file.skipped", path=skipped.path, reason=skipped.reason)
     where.info(f"pass.{report.status}", **{k: v for k, v in report.stats.items() if k != "v"})
-    notify_waiting(app, store, report.status, report.pass_id)  # [notify]: proposals wait for a person
+    notify_waiting(app, store, report.status, report.pass_id, report.new_waiting)  # [notify]: proposals wait for a person
     return report
+
+
+def _refuse_without_key(app: App, store: StoreConfig) -> None:
+    """A store's model that has no key to be called with: one line before the pass starts
+    (nothing read, nothing recorded), not a failed call after the detectors have run."""
+    if store.llm is None:
+        return
+    client = app.client_for(store.llm)
+    missing = getattr(client, "missing_key", None)
+    why = missing(store.llm) if missing is not None else None
+    if why:
+        raise MissingKeyError(f"store {store.name}: model {store.llm.model}: {why}; nothing was passed over", hint="export it where dreamd runs (the units read /etc/dreamd/env)")
 
 
 def _busy(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, busy: StoreBusyError) -> PassReport:

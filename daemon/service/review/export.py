@@ -1,7 +1,8 @@
 """Proposals taken out for review with git's own tools: patch files, or a review branch.
 
 A patch file is a block of ``# key: value`` lines (what the proposal is, why, its evidence,
-hashes and decisions) followed by the proposal's diff exactly as stored. ``git apply`` skips
+hashes and decisions, and the exact command that applies it from any folder) followed by
+the proposal's diff exactly as stored. ``git apply`` skips
 every line before the first ``diff --git``, and because each header line starts with ``# ``,
 no title, rationale or quoted note line can ever look like a diff header or hunk to it
 (``git format-patch``'s mail headers would, and would invite ``git am``, which needs paths
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -107,15 +109,43 @@ def _placed(app: App, views: list[ProposalView]) -> list[_Placed]:
 
 
 def export_patches(app: App, views: list[ProposalView], directory: Path) -> list[Exported]:
-    """Write one patch file per proposal into ``directory`` (created if missing)."""
+    """Write one patch file per proposal into ``directory`` (created if missing), each saying
+    the command that applies it."""
     placed = _placed(app, views)
     folder = _patch_folder(directory, placed)
+    tops: dict[Path, Path | None] = {}  # store folder -> the top of the work tree it is in
     written = []
     for item in placed:
         target = folder / patch_name(item.view, item.store, item.roots)
-        target.write_bytes(patch_text(item.view).encode("utf-8"))
+        notes = item.roots.notes
+        if notes not in tops and not is_records(item.roots):
+            tops[notes] = _top_of(notes)
+        target.write_bytes(patch_text(item.view, how_to_apply(item.view, notes, tops.get(notes), target)).encode("utf-8"))
         written.append(Exported(item.view.id, str(directory / target.name)))
     return written
+
+
+def how_to_apply(view: ProposalView, store: Path, top: Path | None, patch: Path) -> tuple[tuple[str, str], ...]:
+    """The header lines that say how to apply a patch: the exact command, from any folder,
+    and, for a store below the top of a work tree, why ``git apply`` in the store folder
+    is not it (git takes paths from the top there, skips every file and exits 0)."""
+    if view.store_kind == "records":
+        return (("apply", f"dreamd apply {view.id} (after dreamd accept {view.id}; git cannot write a record store)"),)
+    if top is None or top == store:
+        return (("apply", f"git -C {shlex.quote(str(store))} apply {shlex.quote(str(patch))}"),)
+    folder = store.relative_to(top).as_posix()
+    return (
+        ("apply", f"git -C {shlex.quote(str(top))} apply --directory={shlex.quote(folder)} {shlex.quote(str(patch))}"),
+        ("note", f"git apply run inside {folder} applies nothing: git skips every file (Skipped patch) and still exits 0; run the line above, from any folder"),
+    )
+
+
+def _top_of(folder: Path) -> Path | None:
+    """The top of the git work tree ``folder`` is in; None outside one (or in one git refuses)."""
+    try:
+        return work_tree_top(folder)
+    except ConfigError:
+        return None
 
 
 def export_report(app: App, views: list[ProposalView], directory: Path) -> list[Path]:
@@ -152,10 +182,11 @@ def patch_name(view: ProposalView, store: StoreConfig, roots: Roots) -> str:
     return f"{view.id}-{view.kind}-{safe}.patch"
 
 
-def patch_text(view: ProposalView) -> str:
-    """The header block, then the diff exactly as stored."""
+def patch_text(view: ProposalView, applying: tuple[tuple[str, str], ...] = ()) -> str:
+    """The header block (``applying``: the lines saying how to apply it, after the store's),
+    then the diff exactly as stored."""
     fields = [
-        ("proposal", str(view.id)), ("store", view.store), ("state", view.state), ("kind", view.kind),
+        ("proposal", str(view.id)), ("store", view.store), *applying, ("state", view.state), ("kind", view.kind),
         ("title", view.title), ("rationale", view.rationale),
         *[("evidence", f"{e['path']}:{e['start']}-{e['end']}\n{e['quote']}") for e in view.evidence],
         *([("store-kind", RECORDS_NOTE)] if view.store_kind == "records" else []),

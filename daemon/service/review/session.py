@@ -3,7 +3,8 @@
 Each decision goes through ``review.decide`` as its own transaction, so what was decided
 stays decided whatever happens to the review afterwards. The review re-reads a proposal
 before it is shown and when it is answered: one that went stale or was decided elsewhere
-meanwhile is never decided here. The undo takes back only what this review decided.
+meanwhile is never decided here. The undo takes back only what this review decided, also
+once the last proposal is answered.
 """
 
 from __future__ import annotations
@@ -73,6 +74,11 @@ class Review:
     def put_back(self, view: ProposalView) -> None:
         """The proposal being answered when the review stops: it stays pending, left for later."""
         self.queue.appendleft(view.id)
+
+    @property
+    def can_undo(self) -> bool:
+        """Whether this review has a decision it may take back."""
+        return bool(self.decided)
 
     def undo(self, current: ProposalView | None = None) -> Undone:
         """Take back this review's last decision still standing; that proposal is next, and

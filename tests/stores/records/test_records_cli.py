@@ -89,6 +89,7 @@ def test_export_dir_writes_a_patch_of_the_renderings_that_says_it_is_about_recor
     assert patch.name == "1-merge-memory-item-Ab3dE_fG-hIj.patch"
     text = patch.read_text()
     assert "# store-kind: records (the paths are record keys; the diff is of their rendering: apply it with dreamd apply, not git apply)\n" in text
+    assert "# apply: dreamd apply 1 (after dreamd accept 1; git cannot write a record store)\n" in text
     assert "rename to dreamd:deleted/memory:item:Zz9yX8wV7uT6\n" in text
     assert dexto_db.values(dexto) == before
 
