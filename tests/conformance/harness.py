@@ -46,7 +46,9 @@ class Reading:
 
     @property
     def links_to_itself(self) -> frozenset[tuple[str, str, str]]:
-        return frozenset((r.source, r.syntax, r.written) for r in self.refs if r.target == r.source)
+        """References landing on their own note, but a Cline task file's own id (its heading names it)."""
+        own_id = lambda r: r.syntax == "task-id" and r.source.rsplit("/", 1)[-1].startswith(f"{r.written}-")  # noqa: E731
+        return frozenset((r.source, r.syntax, r.written) for r in self.refs if r.target == r.source and not own_id(r))
 
     @property
     def unresolved_entries(self) -> frozenset[str]:
@@ -154,7 +156,7 @@ def judge(oracle: Oracle, before: Reading, after: Reading, *, kind: str, allowed
     fewer = {s: (n, working[s]) for s, n in before.resolving_from(words).items() if s in after.live and working[s] < n - sum(1 for d in announced if d[0] == s)}
     if fewer:
         problems.append(f"notes with fewer working references than before (before, after): {fewer}")
-    to_itself = {r for r in after.links_to_itself - before.links_to_itself if r[0] in before.live}  # a new task file's heading names its own id
+    to_itself = after.links_to_itself - before.links_to_itself
     if to_itself:
         problems.append(f"references that now link a note to itself: {sorted(to_itself)}")
     if before.loaded.within_limit and not after.loaded.within_limit:

@@ -48,7 +48,7 @@ def test_every_detector_contributes_in_order():
     drafts = run_detectors(context(store, tombstoned=tombstoned))
     sources = list(dict.fromkeys(d.source for d in drafts))
     assert sources == [source_of(d) for d in DEFAULT_DETECTORS if source_of(d) in sources]
-    assert set(sources) >= {source_of(d) for d in DEFAULT_DETECTORS[:4]} | {"detector:index-drift@3", "detector:tombstoned-value@1"}
+    assert set(sources) >= {source_of(d) for d in DEFAULT_DETECTORS[:4]} | {"detector:index-drift@4", "detector:tombstoned-value@1"}
 
 
 def test_deterministic():
