@@ -15,7 +15,7 @@ from daemon.config import adhoc_store, parse_config
 from daemon.service.apply.applying import apply, revert
 from daemon.service.passes.run import run_pass
 from daemon.service.proposals import decide, get_proposal
-from test_dexto_facts import PROMPT_JS, dexto_accepts, node
+from dexto_db import PROMPT_JS, dexto_accepts, node
 
 RELEASE = (
     "Releases are cut from main every second Tuesday by the on-call engineer, who tags the commit, writes the "

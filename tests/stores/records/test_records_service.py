@@ -16,7 +16,7 @@ from daemon.service.review.audit import event_log
 from daemon.service.passes.run import run_pass
 from daemon.service.proposals import decide, get_proposal
 from daemon.stores.records import dexto as facts
-from test_dexto_facts import dexto_accepts
+from dexto_db import dexto_accepts
 
 DUPLICATE = "memory:item:Zz9yX8wV7uT6"
 SURVIVOR = "memory:item:Ab3dE_fG-hIj"
