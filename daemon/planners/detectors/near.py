@@ -84,7 +84,7 @@ class NearDuplicates:
             how += f", and its {VOTES} lists the notes folded into it"
         if dropped:
             loss = (
-                f", which drops {count(len(dropped), 'sentence')} of the others (each note is one text the agent shows whole, "
+                f"; the text kept drops {count(len(dropped), 'sentence')} of the others (each note is one text the agent shows whole, "
                 f"so two are never glued): “{dropped[0]}”{' …' if len(dropped) > 1 else ''}. Lossy: a person decides."
             )
         else:

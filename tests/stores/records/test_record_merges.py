@@ -63,10 +63,10 @@ def test_a_near_duplicate_merge_keeps_one_content_the_longer(tmp_path, make_app,
 
 def test_a_merge_that_drops_what_only_the_shorter_says_is_lossy_and_says_it(tmp_path, make_app):
     """Each memory has a sentence the other lacks: the merge keeps the longer, is lossy, and its rationale quotes the sentence it drops."""
-    db = _db(tmp_path, {"content": RELEASE + " Ask Priya."}, {"content": RELEASE + " Hotfixes skip the freeze entirely."})
+    db = _db(tmp_path, {"content": RELEASE + " Ask ops."}, {"content": RELEASE + " Hotfixes skip the freeze entirely."})
     merge = _merge(make_app(), db)
     assert merge.lossy is True
-    assert "which drops 1 sentence of the others (each note is one text the agent shows whole, so two are never glued): “Ask Priya.”" in merge.rationale
+    assert "; the text kept drops 1 sentence of the others (each note is one text the agent shows whole, so two are never glued): “Ask ops.”" in merge.rationale
 
 
 def test_tags_are_the_union_survivors_first(tmp_path, make_app, clock):
