@@ -1,6 +1,11 @@
 """Turn a Draft into concrete files: retire marks, archive moves, merged text, references
 rewritten to the surviving note, index edits within the agent's load limit.
 
+A Cline task line is a person's words: when a merge or supersede folds the task it names
+into another file, the line is kept for the survivor (its id respelled, filed under the
+survivor's status) rather than dropped and written anew. Retiring a task file whose id
+another live file has is held for a person (``ReadFacts.held``).
+
 Pure: the same (draft, view, now) always gives the same bytes. The change key is built
 from a second run at a fixed time, so stamps like ``valid_to`` do not make a rejected
 change look new the next day.
@@ -16,6 +21,7 @@ from typing import Any
 from daemon.core import frontmatter, index, references
 from daemon.core.errors import ValidationError
 from daemon.core.hashing import hash_bytes
+from daemon.core.index import task_id
 from daemon.core.notes import EXPIRED, SUPERSEDED, Note
 from daemon.core.proposals import MERGE, RELINK, RELOCATE, RETIRING, SOFT_EXPIRE, Change, Draft, ReadFacts, change_key
 from daemon.core.reader import ARCHIVE
@@ -103,8 +109,24 @@ def build(draft: Draft, view: StoreView, now: dt.datetime, *, with_index: bool =
         if edited is not None:
             read.add(view.index.path)
             after[view.index.path] = edited
-    reads = ReadFacts(rewritten=kept.rewritten, unlinked=kept.unlinked, dangling=tuple(dangling), held=draft.held, **index_facts)
+    held = draft.held + _shared_task_ids(view, gone)
+    reads = ReadFacts(rewritten=kept.rewritten, unlinked=kept.unlinked, dangling=tuple(dangling), held=held, **index_facts)
     return _as_change(view, read, after, reads)
+
+
+def _shared_task_ids(view: StoreView, gone: set[str]) -> tuple[str, ...]:
+    """Why only a person may retire a Cline task file whose id another live file has: which
+    file the index line and every ``[TASKnnn]`` meant, and whether the files are one task,
+    are not in the files (the pass names them as a finding, ``duplicate-task-id``)."""
+    found = []
+    for ident, paths in sorted(view.shared_task_ids.items()):
+        retired = [p for p in paths if p in gone]
+        if retired:
+            found.append(
+                f"retires {', '.join(retired)} of the task files that share the id {ident} ({', '.join(paths)}): "
+                f"whether they are one task, and which one [{ident}] meant, is for a person to say"
+            )
+    return tuple(found)
 
 
 def _retire(draft: Draft, view: StoreView, now: dt.datetime, after: dict[str, bytes | None]) -> None:
@@ -135,11 +157,13 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
     spec, note = view.index, view.index_note
     assert spec is not None and note is not None
     parsed = view.parsed_index
-    drop = gone | set(draft.index_drop)
+    taken = _taken_over(draft, view, gone)
+    drop = (gone - taken) | set(draft.index_drop)
     moves = dict(draft.index_repoint)
     lines = index.repoint_lines(spec, parsed, moves) if moves else parsed.lines
     lines = index.drop_lines(spec, parsed, drop, lines) if drop else lines
-    adds = [new_entry(view, p, _note_of(draft, view, p)) for p in dict.fromkeys((*draft.index_add, *_survivor_entry(draft, view, gone)))]
+    lines = _take_over(draft, view, taken, lines) if taken else lines
+    adds = [new_entry(view, p, _note_of(draft, view, p)) for p in dict.fromkeys((*draft.index_add, *(() if taken else _survivor_entry(draft, view, gone))))]
     if lines is parsed.lines and not adds and not draft.index_compact:
         return None, {}
     shortened = 0
@@ -186,6 +210,38 @@ def _index_facts(spec: index.IndexSpec, view: StoreView, after: str, dropped: se
     unloaded_after = len(kept) - len(kept & seen_after) + len(new - seen_after)
     pushed = sorted((seen_before & listed) - seen_after - dropped)
     return {**facts, "unloaded_before": len(listed) - len(listed & seen_before), "unloaded_after": unloaded_after, "pushed_out": tuple(pushed)}
+
+
+def _taken_over(draft: Draft, view: StoreView, gone: set[str]) -> set[str]:
+    """Cline: the retired task files whose index lines the survivor takes over, their words
+    kept: a retired file with the survivor's own id (the line means the survivor once the
+    other file is gone), else, when the survivor has no line, the first retired file that has one."""
+    spec, survivor = view.index, draft.survivor
+    ident = task_id(survivor) if survivor else None
+    if spec is None or spec.format != index.CLINE_TASKS or draft.kind not in RETIRING or ident is None or survivor in gone:
+        return set()
+    listed = view.parsed_index.by_path
+    same = {p for p in gone if p in listed and task_id(p) == ident}
+    if same or survivor in listed:
+        return same
+    first = next((p for p in draft.retire if p in listed), None)
+    return {first} if first else set()
+
+
+def _take_over(draft: Draft, view: StoreView, taken: set[str], lines: list[str]) -> list[str]:
+    """``lines`` with the lines of ``taken`` naming the survivor's id, in its status's section."""
+    assert view.index is not None and draft.survivor is not None
+    survivor = draft.survivor
+    note = Note(survivor, draft.survivor_data, "") if draft.survivor_data is not None else _note_of(draft, view, survivor)
+    section, ident = index.task_status(note.body), task_id(survivor)
+    assert ident is not None
+    parsed = view.parsed_index
+    for line in sorted({e.line for p in taken for e in parsed.by_path[p]}):
+        original = parsed.lines[line - 1]
+        at = next((i for i, x in enumerate(lines) if x is original), None)
+        if at is not None:  # else it went with another task it named
+            lines = index.take_over(view.index, lines, at, ident, section)
+    return lines
 
 
 def _survivor_entry(draft: Draft, view: StoreView, gone: set[str]) -> tuple[str, ...]:

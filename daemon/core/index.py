@@ -405,6 +405,25 @@ def _section_end(spec: IndexSpec, lines: list[str], section: str | None) -> int 
     return last + 1
 
 
+def take_over(spec: IndexSpec, lines: list[str], at: int, ident: str, section: str | None) -> list[str]:
+    """``lines`` with the Cline task line at ``at`` (0-based) naming task ``ident`` and filed in
+    ``section``: only its bracketed id changes, its words stay, and it moves after that
+    section's last line when it sits under another heading (stays when the section is not found)."""
+    out = list(lines)
+    line = out[at]
+    match = _TASK.search(line)
+    if match is not None and match.group(0) != f"[{ident}]":
+        line = line[: match.start()] + f"[{ident}]" + line[match.end() :]
+    out[at] = line
+    above = next((m.group(2) for m in map(_HEADING.match, (x.rstrip("\r\n") for x in reversed(out[:at]))) if m), None)
+    if not section or (above is not None and _words(above) == _words(section)):
+        return out
+    del out[at]
+    where = _section_end(spec, out, section)
+    out.insert(at if where is None else where, line)
+    return out
+
+
 def seen(spec: IndexSpec, text: str, notes: Iterable[str]) -> set[str]:
     """Notes with an entry on a line of ``text`` the agent loads whole (only that part is parsed)."""
     return {entry.path for entry in entries(spec, loaded(spec, text), notes)}
@@ -472,6 +491,8 @@ def _same_word(word: str, wanted: str) -> bool:
 _STATUS_LINE = re.compile(r"^[ \t>*-]*\*\*(Overall )?Status:?\*\*:?[ \t]*(.+?)[ \t]*$", re.IGNORECASE | re.MULTILINE)
 STATUSES = {"In Progress": ("progress", "blocked", "active"), "Pending": ("pending", "not started", "todo", "planned"),
             "Completed": ("complete", "done", "finished"), "Abandoned": ("abandon", "cancel", "dropped")}  # fmt: skip
+# each status's words at the start of a word: "Abandoned" holds "done", "Incomplete" "complete"
+_STATUS_WORDS = {name: re.compile(r"\b(?:" + "|".join(map(re.escape, words)) + ")") for name, words in STATUSES.items()}
 
 
 def task_status(body: str) -> str | None:
@@ -479,10 +500,14 @@ def task_status(body: str) -> str | None:
     ``**Overall Status:**`` when it has no status line), or None when it has neither."""
     found = {bool(m.group(1)): m.group(2) for m in reversed(list(_STATUS_LINE.finditer(body)))}
     value = found.get(False) or found.get(True)
-    if not value:
-        return None
-    value = value.casefold()
-    return next((name for name, words in STATUSES.items() if any(w in value for w in words)), None)
+    return status_named(value) if value else None
+
+
+def status_named(text: str) -> str | None:
+    """The index section whose status words ``text`` (a status value, a heading) uses first."""
+    value = text.casefold()
+    found = [(m.start(), name) for name, words in _STATUS_WORDS.items() if (m := words.search(value))]
+    return min(found)[1] if found else None
 
 
 def _flat(text: str) -> str:

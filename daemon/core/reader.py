@@ -75,7 +75,7 @@ class ReaderModel:
     instructions: tuple[str, ...] = ()  # notes telling the agent how to keep memory: their links are examples
     reads_status: bool = False  # the agent hides notes whose frontmatter says they are retired
     frontmatter: bool = False  # the agent's notes carry YAML frontmatter it parses as metadata: a key added there is not read as text
-    merge_marker: bool = True  # merged lines go under a comment naming their source; False: the agent shows the text verbatim (a record's content)
+    one_text: bool = False  # a note is one item the agent shows as written (a record's content): a merge keeps one text whole, never lines of two glued
     name_prefix: str = ""  # a note is named in merged_from by its path without this prefix (a record by its id, not its key)
     sources: tuple[str, ...] = ()  # where each fact above comes from (version, document, source path)
 

@@ -2,7 +2,9 @@
 
 Every live note that refers to a note the change retires is rewritten to refer to the note
 that replaces it (the survivor of a merge, the newer note of a supersession), in the
-syntax it was written in; only the target's characters change. What cannot be rewritten
+syntax it was written in; only the target's characters change. The replacing note's own
+reference to the note it replaces (a supersede's "earlier plan: [v1](v1.md)", a merged line
+naming the survivor) would become a link to itself: it is left as its words instead. What cannot be rewritten
 (the referring note is pinned, nothing replaces the target, the syntax cannot name the
 new note) is recorded as dangling. Then every note the change writes is read again as
 the agent would read it after the change: a reference there that resolved to a live note
@@ -56,9 +58,16 @@ def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], rep
         note = _current(view, after, source)
         text = note.data.decode("utf-8", errors="replace")
         spell: dict[Reference, str | None] = {}
+        own = _self_references(view, source) if source in written else frozenset()
+        words = 0
         for ref in view.references_in(note):
             new, ok = _replacement(ref, replaced, by_key, moved_from if source in written else (), live_after, source)
             if not ok:
+                if source in written and ref.target == source and (ref.syntax, ref.written) not in own and not view.notes[source].pinned:
+                    spell[ref], words = None, words + 1  # a line moved in that named this note: a link to itself
+                continue
+            if new == source and not view.notes[source].pinned:
+                spell[ref], words = None, words + 1  # the note it named is this one now: its words stay, no link to itself
                 continue
             why = _why_not(view, source, ref, new, names_after, unlink=by_key)
             if why:
@@ -67,9 +76,15 @@ def keep(view: StoreView, after: Mapping[str, bytes | None], gone: set[str], rep
             spell[ref] = None if new is None else spelled(ref, new, names_after)
         if spell:
             kept.written[source] = respell(text, spell).encode("utf-8")
-            kept.rewritten += sum(1 for v in spell.values() if v is not None)
-            kept.unlinked += sum(1 for v in spell.values() if v is None)
+            kept.rewritten += words + sum(1 for v in spell.values() if v is not None)
+            kept.unlinked += sum(1 for v in spell.values() if v is None) - words
     return kept
+
+
+def _self_references(view: StoreView, path: str) -> frozenset[tuple[str, str]]:
+    """The references a note made to itself before the change (a Cline task's heading names
+    its own id): those stay as they are."""
+    return frozenset((r.syntax, r.written) for r in view.references.get(path, ()) if r.target == path)
 
 
 class _LiveAfter:

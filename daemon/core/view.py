@@ -161,6 +161,20 @@ class StoreView:
             found.add(self.index.path)
         return found
 
+    @cached_property
+    def shared_task_ids(self) -> dict[str, tuple[str, ...]]:
+        """Cline task ids that several live task files have, with those files: the index line
+        and every ``[TASKnnn]`` could mean any of them, and only a person knows which."""
+        if self.index is None or self.index.format != CLINE_TASKS:
+            return {}
+        folder = self.index.path.rsplit("/", 1)[0] + "/" if "/" in self.index.path else ""
+        found: dict[str, list[str]] = {}
+        for note in self.live_notes():
+            ident = task_id(note.path) if note.path.startswith(folder) else None
+            if ident:
+                found.setdefault(ident, []).append(note.path)
+        return {ident: tuple(paths) for ident, paths in found.items() if len(paths) > 1}
+
     def _shared_task_id(self, path: str) -> bool:
         """Whether a Cline index entry for ``path`` could as well mean another file (same task id)."""
         ident = task_id(path) if self.index and self.index.format == CLINE_TASKS else None

@@ -29,7 +29,7 @@ from daemon.llm.base import ModelRequest, ModelResponse, ModelSettings
 from daemon.llm.fakes import estimate_tokens, prompt_text
 from daemon.llm.limits import FALLBACK, ModelLimits
 from daemon.planners.llm.checks import MIN_QUOTE
-from daemon.planners.llm.lossless import uncovered
+from daemon.planners.lossless import uncovered
 from daemon.planners.llm.redact import has_marker, redact
 from daemon.evaluation.scoring import Labels
 

@@ -1,11 +1,14 @@
-"""Lossless merge text: the survivor's bytes, then whatever the retired notes add.
+"""Merge text: the survivor's bytes, then whatever the retired notes add; or, for notes that
+are one text each, the longest of their texts.
 
 A near-duplicate merge must not drop a fact. Rather than guess which wording is better,
 the survivor stays byte for byte and every body line of a retired note that the survivor
 lacks (compared with case and whitespace folded) is appended under a marker naming its
-source, so a reviewer sees exactly what came from where. Where the agent shows the text
-verbatim (a Dexto record's content is one line of its prompt), the lines are appended with no
-marker and the provenance is the metadata's ``merged_from`` alone.
+source, so a reviewer sees exactly what came from where. Where the agent shows a note as one
+item, as written (a Dexto record's content is one item of its prompt: its reader model's
+``one_text``), two texts glued would say the fact twice: the merge keeps the longest text
+whole (``one_text``), and the sentences of the others it does not hold (``lossless``) are
+what it drops, which makes it lossy; the provenance is the metadata's ``merged_from`` alone.
 
 Votes, not copies: the survivor also records in its frontmatter which notes said the same
 thing (``merged_from``, its own earlier merges included), so a fact learned three times
@@ -23,6 +26,7 @@ from daemon.core import frontmatter
 from daemon.core.errors import ValidationError
 from daemon.core.notes import Note
 from daemon.core.view import StoreView
+from daemon.planners.lossless import uncovered
 
 MARKER = "\n<!-- merged from {path} by dreamd -->\n"
 VOTES = "merged_from"
@@ -45,16 +49,25 @@ def additions(survivor: Note, others: Sequence[Note]) -> dict[str, list[str]]:
     return found
 
 
-def merged_data(survivor: Note, added: dict[str, list[str]], *, marked: bool = True) -> bytes | None:
-    """The survivor with ``added`` appended, one block per source (``marked``: under a marker
-    naming it); None when empty."""
+def merged_data(survivor: Note, added: dict[str, list[str]]) -> bytes | None:
+    """The survivor with ``added`` appended, one block per source under a marker naming it;
+    None when empty."""
     if not added:
         return None
-    head = lambda path: MARKER.format(path=path) if marked else ""  # noqa: E731
-    blocks = "".join(head(path) + "\n".join(lines) + "\n" for path, lines in added.items())
+    blocks = "".join(MARKER.format(path=path) + "\n".join(lines) + "\n" for path, lines in added.items())
     newline = "\r\n" if b"\r\n" in survivor.data else "\n"
     head = survivor.data if not survivor.data or survivor.data.endswith(b"\n") else survivor.data + newline.encode()
     return head + blocks.replace("\n", newline).encode("utf-8")
+
+
+def one_text(survivor: Note, others: Sequence[Note]) -> tuple[bytes | None, Note, list[str]]:
+    """For notes that are one text each: the survivor's bytes holding the longest text of the
+    group (None when that is its own; its header stays), the note that text is from, and
+    the sentences of the others it does not hold, which the merge drops."""
+    longest = max([survivor, *others], key=lambda n: len(n.body))  # the first on a tie: the survivor
+    dropped = uncovered([n.body for n in (survivor, *others) if n is not longest], longest.body, [])
+    data = None if longest is survivor else survivor.parts.header + longest.body.encode("utf-8")
+    return data, longest, dropped
 
 
 def merged_from(survivor: Note, retired: Sequence[Note], prefix: str = "") -> list[str]:

@@ -15,13 +15,13 @@ from daemon.planners.settings import DetectorSettings
 
 DEFAULT_VERSIONS: tuple[tuple[str, int], ...] = (
     ("exact-duplicate", 5),
-    ("near-duplicate", 5),
+    ("near-duplicate", 6),
     ("ttl", 2),
     ("declared-supersession", 1),
     ("status-chain", 1),
     ("stub-note", 1),
     ("citation-drift", 1),
-    ("index-drift", 3),
+    ("index-drift", 4),
     ("index-limit", 1),
     ("tombstoned-value", 1),
     ("visible-retired", 1),

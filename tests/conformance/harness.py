@@ -10,6 +10,7 @@ Each check returns the problems it found as sentences, so a failing test says al
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from daemon.service.context import App
 from daemon.service.passes.run import run_pass
 from daemon.service.proposals import ProposalView, decide, list_proposals
 
-from .oracles import Cline, IndexEntry, Loaded, Oracle, Ref, outside_roots, pinned, store_bytes
+from .oracles import Cline, IndexEntry, Loaded, Oracle, Ref, frontmatter, outside_roots, pinned, snapshot, store_bytes
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Reading:
     loaded: Loaded
     refs: tuple[Ref, ...]
     index_text: str | None
+    replaced: frozenset[tuple[str, str]] = frozenset()  # (retired note, the note its superseded_by names)
 
     @property
     def dangling(self) -> frozenset[tuple[str, str, str]]:
@@ -43,11 +45,18 @@ class Reading:
         return frozenset((r.source, r.syntax, r.written) for r in self.refs if not r.resolves)
 
     @property
+    def links_to_itself(self) -> frozenset[tuple[str, str, str]]:
+        """References landing on their own note, but a Cline task file's own id (its heading names it)."""
+        own_id = lambda r: r.syntax == "task-id" and r.source.rsplit("/", 1)[-1].startswith(f"{r.written}-")  # noqa: E731
+        return frozenset((r.source, r.syntax, r.written) for r in self.refs if r.target == r.source and not own_id(r))
+
+    @property
     def unresolved_entries(self) -> frozenset[str]:
         return frozenset(e.key for e in self.entries if not e.resolves)
 
-    def resolving_from(self) -> Counter[str]:
-        return Counter(r.source for r in self.refs if r.resolves)
+    def resolving_from(self, skip: frozenset[tuple[str, str, str]] = frozenset()) -> Counter[str]:
+        """Working references by source, but those in ``skip`` (source, syntax, written)."""
+        return Counter(r.source for r in self.refs if r.resolves and (r.source, r.syntax, r.written) not in skip)
 
 
 def read(oracle: Oracle, root: Path) -> Reading:
@@ -66,7 +75,31 @@ def _reading(oracle: Oracle, root: Path, index: Path | None) -> Reading:
         loaded=oracle.loaded(root),
         refs=tuple(oracle.references(root)),
         index_text=index.read_text(encoding="utf-8") if index is not None and index.is_file() else None,
+        replaced=successors(oracle, root),
     )
+
+
+def successors(oracle: Oracle, root: Path) -> frozenset[tuple[str, str]]:
+    """(retired note, the note that replaced it) for every archived or retired note whose
+    frontmatter names one (``superseded_by``); an archived copy is named by its original path."""
+    found = set()
+    archive = oracle.archive_root(root)
+    for rel, data in snapshot(archive).contents().items():
+        named = frontmatter(data).get("superseded_by")
+        if isinstance(named, str):
+            found.add((re.sub(r"\.\d+\.md$", ".md", rel), named))
+    for rel in oracle.retired_visible(root):
+        named = frontmatter(_read_bytes(root, rel)).get("superseded_by")
+        if isinstance(named, str):
+            found.add((rel, named))
+    return frozenset(found)
+
+
+def _read_bytes(root: Path, rel: str) -> bytes:
+    try:
+        return (root / rel).read_bytes()
+    except OSError:
+        return b""
 
 
 @dataclass(frozen=True)
@@ -115,9 +148,17 @@ def judge(oracle: Oracle, before: Reading, after: Reading, *, kind: str, allowed
     if created:
         problems.append(f"references that no longer land on a visible live note, unannounced: {sorted(created)}")
     announced = (after.dangling - before.dangling) & said
-    fewer = {s: (n, after.resolving_from()[s]) for s, n in before.resolving_from().items() if s in after.live and after.resolving_from()[s] < n - sum(1 for d in announced if d[0] == s)}
+    # a note's reference to a note retired into it can only become its words: not a loss
+    into_itself = {(new, old) for old, new in after.replaced if old not in after.live}
+    still = {(r.source, r.syntax, r.written) for r in after.refs}
+    words = frozenset(k for r in before.refs if (r.source, r.target) in into_itself and (k := (r.source, r.syntax, r.written)) not in still)
+    working = after.resolving_from()
+    fewer = {s: (n, working[s]) for s, n in before.resolving_from(words).items() if s in after.live and working[s] < n - sum(1 for d in announced if d[0] == s)}
     if fewer:
         problems.append(f"notes with fewer working references than before (before, after): {fewer}")
+    to_itself = after.links_to_itself - before.links_to_itself
+    if to_itself:
+        problems.append(f"references that now link a note to itself: {sorted(to_itself)}")
     if before.loaded.within_limit and not after.loaded.within_limit:
         problems.append(f"{oracle.index_path} is no longer within what {oracle.agent} loads; unseen: {sorted(after.loaded.unseen)}")
     lost = {k for k in before.loaded.seen - after.loaded.seen if k in after.live}

@@ -81,13 +81,13 @@ def test_lines_a_merge_moves_keep_their_links_right_from_the_survivors_folder():
     assert change.reads.dangling == ()
 
 
-def test_a_merged_copy_naming_itself_names_the_survivor_after_the_merge():
-    """A line moved into the survivor that cites the merged-away note (its own title id) cites the survivor instead."""
+def test_a_merged_copy_naming_itself_keeps_its_id_as_words_after_the_merge():
+    """A line moved into the survivor that cites the merged-away note (its own title id) keeps the id as words: citing the survivor would be a link to itself."""
     reader = dataclasses.replace(AGENT, links=(MARKDOWN, "task-id"))
     files = {"tasks/TASK012-cache.md": "# [TASK012] - Cache\nCache images.\n", "tasks/TASK021-cache.md": "# [TASK021] - Cache images\nCache images.\n"}
     merged = b"# [TASK012] - Cache\nCache images.\n\n<!-- merged from tasks/TASK021-cache.md by dreamd -->\n# [TASK021] - Cache images\n"
     change = build(draft(MERGE, retire=("tasks/TASK021-cache.md",), survivor="tasks/TASK012-cache.md", survivor_data=merged), store(files, reader=reader), NOW)
-    assert text_after(change, "tasks/TASK012-cache.md").endswith("# [TASK012] - Cache images\n")
+    assert text_after(change, "tasks/TASK012-cache.md").endswith("# TASK021 - Cache images\n")
     assert change.reads.dangling == ()
 
 

@@ -11,7 +11,7 @@ import pytest
 from daemon.config import Config
 from daemon.core.errors import ConfigError
 from daemon.llm.base import ModelRequest, ModelSettings
-from daemon.planners.llm.lossless import uncovered
+from daemon.planners.lossless import uncovered
 from daemon.evaluation.evaluate import load_labels, oracle_model, run_eval
 from daemon.evaluation.oracle import CUT, OracleModel
 

@@ -48,7 +48,7 @@ def test_every_detector_contributes_in_order():
     drafts = run_detectors(context(store, tombstoned=tombstoned))
     sources = list(dict.fromkeys(d.source for d in drafts))
     assert sources == [source_of(d) for d in DEFAULT_DETECTORS if source_of(d) in sources]
-    assert set(sources) >= {source_of(d) for d in DEFAULT_DETECTORS[:4]} | {"detector:index-drift@3", "detector:tombstoned-value@1"}
+    assert set(sources) >= {source_of(d) for d in DEFAULT_DETECTORS[:4]} | {"detector:index-drift@4", "detector:tombstoned-value@1"}
 
 
 def test_deterministic():
@@ -105,7 +105,7 @@ def test_fingerprint_changes_with_version_and_settings():
 
     settings = DetectorSettings()
     base = planner_fingerprint(DEFAULT_DETECTORS, settings)
-    assert base.startswith("exact-duplicate@5,near-duplicate@5,ttl@2,")
+    assert base.startswith("exact-duplicate@5,near-duplicate@6,ttl@2,")
     assert planner_fingerprint((ExactNext(), *DEFAULT_DETECTORS[1:]), settings) != base
     assert planner_fingerprint(DEFAULT_DETECTORS, DetectorSettings(near_threshold=0.9)) != base
     assert planner_fingerprint(DEFAULT_DETECTORS, DetectorSettings()) == base

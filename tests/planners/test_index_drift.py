@@ -31,7 +31,7 @@ def test_links_dangling_retired_and_unlisted():
         index=spec,
     )
     (draft,) = detect(store)
-    assert draft.kind == REINDEX and draft.confidence == 0.9 and draft.source == "detector:index-drift@3"
+    assert draft.kind == REINDEX and draft.confidence == 0.9 and draft.source == "detector:index-drift@4"
     assert draft.index_drop == ("gone.md", "old/also.md", "status.md")
     assert draft.index_add == ("deploy.md", "zeta.md")
     assert (

@@ -30,7 +30,7 @@ def test_found_at_ninety_percent():
     copy = BUILD_NOTES + EXTRA
     assert 0.85 < similarity(BUILD_NOTES, copy) < 0.95
     (draft,) = detect(note("a.md", BUILD_NOTES), note("b.md", copy))
-    assert draft.kind == MERGE and draft.source == "detector:near-duplicate@5"
+    assert draft.kind == MERGE and draft.source == "detector:near-duplicate@6"
     assert draft.confidence == round(similarity(BUILD_NOTES, copy), 3) < 1.0
     assert draft.title.startswith("Merge 1 near duplicate into ")
 

@@ -50,7 +50,7 @@ def test_explain_names_the_deciding_rule(cli, example_store):
     assert ttl_out.splitlines()[-1].startswith("accept by policy:default@") and "rule 2" in ttl_out.splitlines()[-1]
 
     near_out = cli("policy", "explain", str(near["id"]), "--policy", str(POLICIES / "default.toml")).out
-    assert "rule 1 (line 17) [accept]: no: source detector:near-duplicate@5 matches none of detector:exact-duplicate@*" in near_out
+    assert "rule 1 (line 17) [accept]: no: source detector:near-duplicate@6 matches none of detector:exact-duplicate@*" in near_out
     assert near_out.splitlines()[-1].startswith("hold by policy:default@") and "no rule matched" in near_out
 
     strict = cli("policy", "explain", str(exact["id"]), "--policy", str(POLICIES / "strict.toml")).out

@@ -66,7 +66,7 @@ def test_the_index_lists_pending_proposals_by_store(web, reviewed):
     ("kind=merge", "2 pending proposals"),
     ("kind=supersede", "0 pending proposals of 2"),
     ("source=detector:", "2 pending proposals"),
-    ("source=detector:near-duplicate@5", "0 pending proposals of 2"),
+    ("source=detector:near-duplicate@6", "0 pending proposals of 2"),
     ("min_confidence=1", "2 pending proposals"),
     ("store=elsewhere", "0 pending proposals of 2"),
 ])  # fmt: skip

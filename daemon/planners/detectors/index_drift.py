@@ -6,7 +6,10 @@ stale knowledge, and an unlisted live note is never found. A note another draft 
 this pass retires is not added (its merge or expiry would take it out again). One reindex
 draft fixes all three; it touches only the index. New entries go into the section their
 note belongs to (a Cline task's status, a note's type) and are not cut mid-word; a Cline
-task whose status cannot be read is left unlisted rather than filed under a wrong one.
+task whose status cannot be read is left unlisted rather than filed under a wrong one. A
+Cline task is listed by its id, once: a file whose id has a line already is not added again,
+and files that share an id none of whose lines lists are left for a person (the pass names
+them: ``duplicate-task-id``).
 
 An entry whose note exists under another name (moved to another folder, re-spelled in case
 or ``_``/``-``/space: ``daemon.planners.targets``) is repointed, not dropped: the line keeps its
@@ -29,7 +32,7 @@ import re
 from dataclasses import dataclass, field
 
 from daemon.core.changes import new_entry
-from daemon.core.index import BY_STATUS, CLINE_TASKS, LINKS, STATUSES, drop_lines, fitting, task_status
+from daemon.core.index import BY_STATUS, CLINE_TASKS, LINKS, drop_lines, fitting, status_named, task_id, task_status
 from daemon.core.notes import Note
 from daemon.core.proposals import REINDEX, Draft
 from daemon.core.view import StoreView
@@ -47,7 +50,7 @@ _TASK_LINE = re.compile(r"^\s*[-*]\s*\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za
 
 class IndexDrift:
     name = "index-drift"
-    version = 3  # 2: sections, record lines kept, lossy drops said so; 3: repoints, one task file a proposal
+    version = 4  # 2: sections, record lines kept, lossy drops said so; 3: repoints, one task file a proposal; 4: a task listed once, by its id
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         view, index = ctx.view, ctx.view.index_note
@@ -58,15 +61,20 @@ class IndexDrift:
         missing = sorted(p for p in listed if p not in present)
         retired = sorted(p for p in listed if p in view.notes and not view.notes[p].live)
         candidates = [n for n in view.live_notes() if view.should_list(n) and n.path not in listed and n.path not in ctx.retiring]
+        shared: list[str] = []
+        if view.index.format == CLINE_TASKS:  # a task is listed by its id, once
+            ids = {task_id(p) for p in listed}
+            candidates = [n for n in candidates if task_id(n.path) not in ids]
+            shared = [n.path for n in candidates if task_id(n.path) in view.shared_task_ids]
         unplaced = [n.path for n in candidates if view.index.sections == BY_STATUS and task_status(n.body) is None]
         records = missing if view.index.format == CLINE_TASKS else []
         found = _found(view, ctx.retiring, [p for p in missing if p not in records], {n.path for n in candidates})
         dangling = sorted([*found.nowhere, *found.elsewhere])
         placed = set(found.moves.values())
-        unlisted, unloaded = _within_limit(view, dangling + retired, sorted(n.path for n in candidates if n.path not in unplaced and n.path not in placed))
+        unlisted, unloaded = _within_limit(view, dangling + retired, sorted(n.path for n in candidates if n.path not in unplaced and n.path not in placed and n.path not in shared))
         drafts = []
         if dangling or retired or unlisted or found.moves:
-            drafts.append(self._reindex(view, index, listed, found, retired, unlisted, unplaced, unloaded))
+            drafts.append(self._reindex(view, index, listed, found, retired, unlisted, list(dict.fromkeys(unplaced + shared)), unloaded))
         return drafts + [d for chunk in _chunks(records, MAX_FILES) if (d := self._records(view, index, listed, chunk)) is not None]
 
     def _reindex(self, view: StoreView, index: Note, listed: dict[str, list[int]], found: Found, retired: list[str], unlisted: list[str], unplaced: list[str], unloaded: list[str]) -> Draft:  # noqa: PLR0913
@@ -96,8 +104,12 @@ class IndexDrift:
             )
         else:
             tail = " Only the index changes, and no words leave what the agent reads but entries naming notes that are gone."
-        if unplaced:
-            tail += f" Not added: {names(unplaced)}, whose status cannot be read to choose its section."
+        shared = [p for p in unplaced if task_id(p) in view.shared_task_ids]
+        unread = [p for p in unplaced if p not in shared]
+        if unread:
+            tail += f" Not added: {names(unread)}, whose status cannot be read to choose its section."
+        if shared:
+            tail += f" Not added: {names(shared)}, which share{'s' if len(shared) == 1 else ''} a task id with another file (a line would mean either; the pass names them)."
         if unloaded and view.index.limit is not None:
             tail += (
                 f" Not added: {names(unloaded)}: {view.reader.agent} would not load {'its entry' if len(unloaded) == 1 else 'their entries'} "
@@ -221,8 +233,7 @@ def _section_of(lines: list[str], number: int) -> str | None:
     for line in reversed(lines[: number - 1]):
         match = _HEADING.match(line.strip())
         if match:
-            heading = match.group(1).casefold()
-            return next((name for name, words in STATUSES.items() if any(w in heading for w in words)), None)
+            return status_named(match.group(1))
     return None
 
 

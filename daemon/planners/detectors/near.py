@@ -5,7 +5,9 @@ drift apart. Notes are compared by the Jaccard similarity of their word shingles
 + LSH finds candidate pairs without comparing all pairs, and each candidate is confirmed
 with the exact Jaccard. Linked pairs form groups (union-find). The merge is lossless: the
 survivor keeps its bytes and gains every line of the others it lacks, so confidence (the
-group's lowest Jaccard) says how alike the notes were, not how much could be lost. Notes
+group's lowest Jaccard) says how alike the notes were, not how much could be lost. Where a
+note is one text the agent shows whole (a Dexto record), the survivor keeps the longest text
+instead, and a merge whose other texts say more than it is lossy and says what it drops. Notes
 that are distinct records of a series (ADR-017 and ADR-021, two sprints' retrospectives:
 ``daemon.planners.series``) are alike by template, not duplicates: their merge is held for a
 person, naming the identifiers that differ.
@@ -24,15 +26,16 @@ from daemon.core.proposals import MERGE, Draft
 from daemon.planners import series
 from daemon.planners.context import PlanContext, source_of
 from daemon.planners.evidence import first_body_line
-from daemon.planners.merge import VOTES, additions, merged_data, with_votes
+from daemon.planners.merge import VOTES, additions, merged_data, one_text, with_votes
 from daemon.planners.minhash import Shingler, jaccard
 from daemon.planners.similar import SimilarityStats, connected_groups, similar_pairs
 from daemon.planners.survivor import Choice, choose, ranked
+from daemon.planners.wording import count
 
 
 class NearDuplicates:
     name = "near-duplicate"
-    version = 5  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker; 5: distinct records held
+    version = 6  # 2: survivors chosen by references and real dates; 3: merged_from votes; 4: a record names them by id, in metadata, with no marker; 5: distinct records held; 6: a record keeps one text
 
     def detect(self, ctx: PlanContext) -> list[Draft]:
         return self.plan(ctx)[0]
@@ -50,28 +53,42 @@ class NearDuplicates:
             choice = choose(ctx.view, (notes[i] for i in group))
             if choice is None:
                 continue
-            added = additions(choice.survivor, choice.retire)
-            if added and choice.survivor.pinned:
+            if ctx.view.reader.one_text:  # one item of the agent's prompt: one text, never two glued
+                added, (merged, kept, dropped) = {}, one_text(choice.survivor, choice.retire)
+            else:
+                added = additions(choice.survivor, choice.retire)
+                merged, kept, dropped = merged_data(choice.survivor, added), None, []
+            if merged is not None and choice.survivor.pinned:
                 continue  # a pinned survivor must stay byte for byte
             members = sorted(position[n.path] for n in (choice.survivor, *choice.retire))
             score, computed = _lowest(members, found, shingles)
             extra += computed
-            merged = merged_data(choice.survivor, added, marked=ctx.view.reader.merge_marker)
             data = with_votes(ctx.view, choice.survivor, choice.retire, merged)
-            draft = self._draft(choice, added, score, ctx.settings.shingle_size, data, voted=data != merged, marked=ctx.view.reader.merge_marker)
+            draft = self._draft(choice, added, score, ctx.settings.shingle_size, data, voted=data != merged, text=(kept, dropped))
             drafts.append(series.hold(draft, ctx.view))
         return drafts, replace(stats, comparisons=stats.comparisons + extra)
 
-    def _draft(self, choice: Choice, added: dict[str, list[str]], score: float, size: int, data: bytes | None, *, voted: bool, marked: bool = True) -> Draft:  # noqa: PLR0913
-        """Evidence: the survivor's first line, and each retired note's first new line."""
+    def _draft(self, choice: Choice, added: dict[str, list[str]], score: float, size: int, data: bytes | None, *, voted: bool, text: tuple[Note | None, list[str]] = (None, [])) -> Draft:  # noqa: PLR0913
+        """Evidence: the survivor's first line, and each retired note's first new line.
+        ``text``: for notes that are one text each, the note whose text the survivor keeps and
+        the sentences of the others that text drops."""
         survivor, retire = choice.survivor.path, [n.path for n in choice.retire]
-        how = (
-            ("the lines the others add are appended to it under a 'merged from' marker" if marked else "the lines the others add are appended to it")
-            if added
-            else "it already holds every line of the others"
-        )
+        kept, dropped = text
+        if kept is not None:
+            how = "its text is the longest and stays whole" if kept is choice.survivor else f"it takes {kept.path}'s text, the longest, whole"
+        elif added:
+            how = "the lines the others add are appended to it under a 'merged from' marker"
+        else:
+            how = "it already holds every line of the others"
         if voted:
             how += f", and its {VOTES} lists the notes folded into it"
+        if dropped:
+            loss = (
+                f"; the text kept drops {count(len(dropped), 'sentence')} of the others (each note is one text the agent shows whole, "
+                f"so two are never glued): “{dropped[0]}”{' …' if len(dropped) > 1 else ''}. Lossy: a person decides."
+            )
+        else:
+            loss = ", so nothing is lost."
         evidence = [first_body_line(choice.survivor)]
         evidence += [first_body_line(n, added[n.path][0] if n.path in added else None) for n in choice.retire]
         return Draft(
@@ -82,12 +99,13 @@ class NearDuplicates:
             rationale=(
                 f"{', '.join(retire)} and {survivor} share at least {score:.1%} of their {size}-word phrases "
                 f"(exact Jaccard; the least similar pair of the group). {survivor} stays because {choice.why}; "
-                f"{how}, so nothing is lost."
+                f"{how}{loss}"
             ),
             evidence=tuple(e for e in evidence if e),
             retire=tuple(retire),
             survivor=survivor,
             survivor_data=data,
+            lossy=bool(dropped),
         )
 
 

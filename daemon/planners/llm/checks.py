@@ -49,12 +49,12 @@ from daemon.core.proposals import MERGE, SOFT_EXPIRE, SUPERSEDE, Draft, Evidence
 from daemon.core.view import StoreView
 from daemon.planners import series
 from daemon.planners.llm.derive import content_words, derive
-from daemon.planners.llm.lossless import invented, uncovered
+from daemon.planners.lossless import invented, uncovered
 from daemon.planners.llm.newnote import clean_title, new_note_data, path_problem
 from daemon.planners.llm.prompts import unescape_data
 from daemon.planners.llm.redact import has_marker
 from daemon.planners.llm.schema import ModelProposal
-from daemon.planners.merge import additions, merged_data
+from daemon.planners.merge import additions, merged_data, one_text
 from daemon.planners.survivor import choose
 
 MIN_QUOTE = 4  # characters: shorter "quotes" match almost anywhere
@@ -236,7 +236,7 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
             f"e.g. “{_short(missing[0])}”."
         )
     if union:
-        rationale += f" {UNION}"
+        rationale += f" {ONE_TEXT if sent.view.reader.one_text else UNION}"
         apart = _not_alike(notes, sent)
         if apart is not None:  # no text the model wrote shows it read both: a person decides
             confidence = min(confidence, UNRELATED_CONFIDENCE)
@@ -251,7 +251,12 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
         survivor = kept.survivor.path
     note = sent.view.notes[survivor]
     retire = tuple(n for n in notes if n != survivor)
-    if union:
+    if union and sent.view.reader.one_text:  # a record's content is one prompt item: the longest, never two glued
+        longest, _, missing = one_text(note, [sent.view.notes[n] for n in retire])
+        data = longest or note.data
+        if missing:
+            rationale += f" Lossy: it drops {len(missing)} sentence{'s' if len(missing) > 1 else ''} of the others, e.g. “{_short(missing[0])}”."
+    elif union:
         data = merged_data(note, additions(note, [sent.view.notes[n] for n in retire])) or note.data
     else:
         data = _survivor_data(note, body)
@@ -263,6 +268,7 @@ def _merge(p: ModelProposal, notes: tuple[str, ...], evidence: tuple[Evidence, .
 
 
 UNION = "The merged text is dreamd's lossless union (the model gave no merged_body): the survivor's text, then every line of the others it lacks."
+ONE_TEXT = "Each note is one text the agent shows whole: the survivor keeps the longest, not the union."
 
 
 def _not_alike(notes: tuple[str, ...], sent: Sent) -> str | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from daemon.core.proposals import Evidence
-from daemon.planners.llm.lossless import words
+from daemon.planners.lossless import words
 from daemon.planners.llm.redact import has_marker
 
 MIN_SHARED = 2  # content words a line must share with the rationale and the quote

@@ -14,14 +14,19 @@ from daemon.core.hashing import hash_bytes
 from daemon.core.proposals import Change, Draft
 from daemon.core.view import StoreView
 from daemon.stores.records import dexto
+from daemon.stores.records.merging import merged_record
 from daemon.stores.records.rendering import NotRenderable, canonical, render, value_of
 
 
 def canonical_draft(draft: Draft, view: StoreView) -> Draft:
     """A record store's draft with the survivor's new rendering in dreamd's own form (a
-    planner that edited the header, e.g. adding ``merged_from``, wrote it as YAML); a
-    rendering that stands for no valid record is left as it is, for ``result_refusal``."""
-    if view.reader != dexto.READER or draft.survivor_data is None:
+    planner that edited the header, e.g. adding ``merged_from``, wrote it as YAML), a merge
+    carrying the retired records' tags and metadata (``merging``); a rendering that stands
+    for no valid record is left as it is, for ``result_refusal``."""
+    if view.reader != dexto.READER:
+        return draft
+    draft = merged_record(draft, view)
+    if draft.survivor_data is None:
         return draft
     try:
         return replace(draft, survivor_data=canonical(draft.survivor_data))

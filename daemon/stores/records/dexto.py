@@ -75,7 +75,7 @@ READER = ReaderModel(
     listing=Listing(recursive=False, dot_dirs=False, suffixes=None),
     links=(),
     frontmatter=True,  # a rendering's header is the record's fields and metadata: never in the prompt
-    merge_marker=False,  # content is one prompt line as written: provenance goes in metadata.merged_from
+    one_text=True,  # content is one prompt item as written: a merge keeps one content, provenance goes in metadata.merged_from
     name_prefix=KEY_PREFIX,  # metadata.merged_from holds record ids
     sources=(
         f"{SOURCE} packages/core/src/storage/stores/backend.ts (memory:item:<id>)",

@@ -7,11 +7,11 @@ sort decide; the facts come from truffle-ai/dexto@ea2b1863 as the module cites t
 from __future__ import annotations
 
 import json
-import subprocess
 
 import pytest
 
 import dexto_db
+from dexto_db import PROMPT_JS, dexto_accepts, node
 from daemon.stores.records import dexto
 
 TRICKY = [
@@ -19,51 +19,6 @@ TRICKY = [
     dexto_db.memory("a2", "emoji 🎉👩‍💻, CJK 漢字, RTL שלום, line sep \u2028 para \u2029", 2, tags=["ünï", "🎉"]),
     dexto_db.memory("a3", "metadata order", 3, metadata={"team": "ops", "pinned": False, "source": "user", "n": 1.5, "nested": {"b": [1, None, True]}}),
 ]
-
-# MemorySchema restated in JavaScript: strict top level, lengths as JavaScript counts them.
-VALIDATE_JS = r"""
-const rows = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-const ok = (m) => {
-  const keys = ['id', 'content', 'createdAt', 'updatedAt', 'tags', 'metadata'];
-  if (typeof m !== 'object' || m === null || Array.isArray(m)) return false;
-  if (Object.keys(m).some((k) => !keys.includes(k))) return false;
-  if (typeof m.id !== 'string' || m.id.length < 1) return false;
-  if (typeof m.content !== 'string' || m.content.length < 1 || m.content.length > 10000) return false;
-  for (const k of ['createdAt', 'updatedAt']) if (!Number.isSafeInteger(m[k]) || m[k] <= 0) return false;
-  if ('tags' in m && !(Array.isArray(m.tags) && m.tags.length <= 10 && m.tags.every((t) => typeof t === 'string' && t.length >= 1 && t.length <= 50))) return false;
-  if ('metadata' in m) {
-    const md = m.metadata;
-    if (typeof md !== 'object' || md === null || Array.isArray(md)) return false;
-    if ('source' in md && !['user', 'system'].includes(md.source)) return false;
-    if ('pinned' in md && typeof md.pinned !== 'boolean') return false;
-  }
-  return true;
-};
-process.stdout.write(JSON.stringify(rows.map((v) => ok(JSON.parse(v)))));
-"""
-
-# MemoryContributor's block restated in JavaScript: sort by updatedAt (newest first) over
-# sorted keys, keep the first `limit`, `- content [Tags: a, b]`.
-PROMPT_JS = r"""
-const { rows, limit } = JSON.parse(require('fs').readFileSync(0, 'utf8'));
-const keys = Object.keys(rows).sort();
-const memories = keys.map((k) => JSON.parse(rows[k]));
-memories.sort((a, b) => b.updatedAt - a.updatedAt);
-const shown = memories.slice(0, limit);
-const lines = shown.map((m) => `- ${m.content}` + (m.tags && m.tags.length > 0 ? ` [Tags: ${m.tags.join(', ')}]` : ''));
-process.stdout.write(shown.length ? `## User Memories\n${lines.join('\n')}` : '');
-"""
-
-
-def node(script: str, data: object) -> object:
-    done = subprocess.run(["node", "-e", script], input=json.dumps(data), capture_output=True, text=True, check=True)
-    return done.stdout if script is PROMPT_JS else json.loads(done.stdout)
-
-
-def dexto_accepts(values: list[str]) -> list[bool]:
-    """Whether Dexto's MemorySchema (restated in JavaScript) accepts each stored value."""
-    return node(VALIDATE_JS, values)  # type: ignore[return-value]
-
 
 def test_serialise_is_what_json_stringify_writes_for_tricky_memories():
     """Quotes, control characters, emoji, non-BMP text, U+2028 and metadata order serialise exactly as Node's JSON.stringify does."""

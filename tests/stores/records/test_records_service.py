@@ -16,7 +16,7 @@ from daemon.service.review.audit import event_log
 from daemon.service.passes.run import run_pass
 from daemon.service.proposals import decide, get_proposal
 from daemon.stores.records import dexto as facts
-from test_dexto_facts import dexto_accepts
+from dexto_db import dexto_accepts
 
 DUPLICATE = "memory:item:Zz9yX8wV7uT6"
 SURVIVOR = "memory:item:Ab3dE_fG-hIj"
@@ -105,7 +105,7 @@ def test_merge_votes_accumulate_as_record_ids_in_metadata_and_no_marker_reaches_
     ])  # fmt: skip
     app = make_app()
     pid = _accepted(app, db, clock)
-    assert "are appended to it, and its merged_from lists the notes folded into it" in get_proposal(app, pid).rationale
+    assert "it takes memory:item:nearBBBBBBBB's text, the longest, whole, and its merged_from lists the notes folded into it" in get_proposal(app, pid).rationale
     apply(app, [pid])
     (value,) = dexto_db.values(db).values()
     record = json.loads(value)
@@ -117,13 +117,25 @@ def test_merge_votes_accumulate_as_record_ids_in_metadata_and_no_marker_reaches_
 
 
 def test_a_merge_whose_result_would_break_dexto_rules_is_refused_with_the_reason(tmp_path, make_app):
-    """A merged content over 10,000 characters is refused before it is stored, and no row can be written by it."""
+    """A model's merged content over 10,000 characters is refused before it is stored, and no row can be written by it."""
+    from daemon.config import parse_config
+    from daemon.llm.fakes import FakeModel
+
     long = (NEAR + " " + "word " * ((9_980 - len(NEAR)) // 5)).strip()
-    one, other = long + "\nThe first extra fact.", long + "\nThe other extra fact."
-    assert max(facts.js_length(one), facts.js_length(other)) <= 10_000 < facts.js_length(one + "\nThe other extra fact.")
+    one, other = long + " The first extra fact.", long + " The other extra fact."
+    merged = long + " The first extra fact. The other extra fact."
+    assert max(facts.js_length(one), facts.js_length(other)) <= 10_000 < facts.js_length(merged)
     db = dexto_db.create(tmp_path / "agent.db", [dexto_db.memory("longAAAAAAAA", one, T), dexto_db.memory("longBBBBBBBB", other, T + 5)])
-    report = run_pass(make_app(), adhoc_store(db, "dexto"))
-    (merge,) = report.outcomes
+    reply = json.dumps({"v": 1, "proposals": [{
+        "kind": "merge", "notes": ["memory:item:longAAAAAAAA", "memory:item:longBBBBBBBB"], "survivor": "memory:item:longAAAAAAAA",
+        "newer": None, "merged_body": merged, "rationale": "The same release rules.", "confidence": 0.9,
+        "evidence": [{"note": "memory:item:longAAAAAAAA", "quote": "The first extra fact."}], "dropped": [],
+    }]})  # fmt: skip
+    llm = {"model": "openai/test-model", "context_window": 65_536, "max_output_tokens": 8_000}  # both records in one call
+    config = parse_config({"llm": llm, "stores": [{"name": "agent", "path": str(db), "preset": "dexto"}]})
+    app = make_app(config)
+    app.model_client = lambda settings: FakeModel().enqueue(reply)
+    (merge,) = [o for o in run_pass(app, config.stores["agent"]).outcomes if o.planned.draft.source.startswith("model:")]
     assert merge.state == "refused"
     assert merge.planned.reason.endswith("would not be a valid Dexto memory: breaks Dexto's rules: content must be 1-10,000 characters")
 
