@@ -58,7 +58,7 @@ def _serve(settings, max_passes: int, max_mb: int) -> None:  # noqa: ANN001
                 if app is not None:
                     app.close()
                 app, text = _app(settings, request["config"]), request["config"]
-            result, stopped = _one_pass(app, request["store"])
+            result, stopped = _one_pass(app, request["store"], request.get("unchanged"))
             served += 1
             last = stopped is not None or served >= max_passes or _peak_mb() >= max_mb
             click.echo(_json_line({**result, "last": last}))
@@ -79,17 +79,20 @@ def _app(settings, config_text: str) -> Any:  # noqa: ANN001
     return App(config=config, db_url=resolve_db_url(settings.db, config), surface="daemon", actor="daemon")
 
 
-def _one_pass(app: Any, store_name: str) -> tuple[dict[str, Any], Exception | None]:
-    """A pass's result line, and the StoppedError when the worker was told to stop during it."""
+def _one_pass(app: Any, store_name: str, unchanged: object = None) -> tuple[dict[str, Any], Exception | None]:
+    """A pass's result line, and the StoppedError when the worker was told to stop during it.
+    ``unchanged``: what the daemon's watches say the store still is; the line's ``seen`` is
+    what this pass saw, for the daemon to hand back while its watches see no change."""
     from daemon.core.errors import DreamdError, StoppedError
-    from daemon.service.passes import pass_over
+    from daemon.service.passes import Unchanged, pass_over
 
     try:
-        report = pass_over(app, app.config.store(store_name))
+        report = pass_over(app, app.config.store(store_name), unchanged=Unchanged.from_json(unchanged) if unchanged else None)
     except DreamdError as exc:
         failed = {"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code, "exit": exc.exit_code}
         return failed, exc if isinstance(exc, StoppedError) else None
-    return {"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats, "exit": 0}, None
+    seen = Unchanged.of(report)
+    return {"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats, "exit": 0, "seen": seen.as_json() if seen else None}, None
 
 
 def _peak_mb() -> float:
