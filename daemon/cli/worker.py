@@ -1,7 +1,7 @@
 """``dreamd worker``: the daemon's pass worker (internal; see daemon/scheduler/worker.py).
 
 ``worker --serve`` serves passes from JSON lines on stdin until its input ends, it has
-served ``--max-passes``, its peak memory passed ``--max-mb``, or it is told to stop
+served ``--max-passes`` (passes skipped as unchanged are not counted), its peak memory passed ``--max-mb``, or it is told to stop
 (SIGTERM: the pass stops at its next safe point, its result line says so, exit 10).
 ``--check-database`` and ``--close-dead`` are the daemon's short database-only errands
 (config text on stdin).
@@ -20,7 +20,7 @@ import click
 
 @click.command("worker", hidden=True)
 @click.option("--serve", is_flag=True, help="Serve passes from JSON lines on stdin.")
-@click.option("--max-passes", type=click.IntRange(min=1), default=50, help="With --serve: exit after this many passes.")
+@click.option("--max-passes", type=click.IntRange(min=1), default=50, help="With --serve: exit after this many passes (skipped ones not counted).")
 @click.option("--max-mb", type=click.IntRange(min=1), default=400, help="With --serve: exit after a pass once peak RSS passed this.")
 @click.option("--check-database", is_flag=True, help="Only open (and migrate) the state database.")
 @click.option("--close-dead", metavar="WHY", help="Only close the passes of dead workers as failed, saying why.")
@@ -59,7 +59,7 @@ def _serve(settings, max_passes: int, max_mb: int) -> None:  # noqa: ANN001
                     app.close()
                 app, text = _app(settings, request["config"]), request["config"]
             result, stopped = _one_pass(app, request["store"], request.get("unchanged"))
-            served += 1
+            served += result["status"] != "skipped"  # a skip holds next to no memory: only passes that planned wear a worker out
             last = stopped is not None or served >= max_passes or _peak_mb() >= max_mb
             click.echo(_json_line({**result, "last": last}))
             if stopped is not None:
