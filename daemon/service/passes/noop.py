@@ -37,8 +37,7 @@ from daemon.service.holders import this_holder
 from daemon.service.naming import resolve
 from daemon.service.passes.report import PassReport, PolicyOutcome, fingerprint_of, model_unfinished
 from daemon.stores.paths import identity_text, open_roots
-from daemon.stores.scan import SKIP_REASONS, Skipped, scan_store
-from daemon.stores.statcache import Seen
+from daemon.stores.scan import SKIP_REASONS, Skipped, glimpse
 
 if TYPE_CHECKING:
     from daemon.service.context import App
@@ -99,17 +98,31 @@ def pass_named(app: App, name: str | None, path: str | None, preset: str | None,
     """The store ``dreamd pass`` names (service/naming.py, as for every command) and its
     pass: the no-op lane when it can vouch for a skip, else the whole pass."""
     if not (dry_run or adopt_root):
-        conn = quick.connect(app.db_url)
-        if conn is not None:
-            try:
-                store = app.config.completed(resolve(app.config, name, path, preset, lambda **key: quick.registered(conn, **key)))
-                report = _skipped(app, store, conn)
-            except STEP_ASIDE:  # a store no one can name: the whole pass says why
-                report = None
-            finally:
-                conn.close()
-            if report is not None:
-                return store, report
+        skipped = skip_named(app, name, path, preset)
+        if skipped is not None:
+            return skipped
+    return whole_pass_named(app, name, path, preset, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
+
+
+def skip_named(app: App, name: str | None, path: str | None, preset: str | None) -> tuple[StoreConfig, PassReport] | None:
+    """The no-op lane alone over the store ``dreamd pass`` names: the store and its recorded
+    skip, or None (nothing written) when the whole pass has to decide."""
+    conn = quick.connect(app.db_url)
+    if conn is None:
+        return None
+    try:
+        store = app.config.completed(resolve(app.config, name, path, preset, lambda **key: quick.registered(conn, **key)))
+        report = _skipped(app, store, conn)
+    except STEP_ASIDE:  # a store no one can name: the whole pass says why
+        return None
+    finally:
+        conn.close()
+    return None if report is None else (store, report)
+
+
+def whole_pass_named(app: App, name: str | None, path: str | None, preset: str | None, *, dry_run: bool = False, adopt_root: bool = False,
+                     progress: Progress | None = None) -> tuple[StoreConfig, PassReport]:  # fmt: skip
+    """The whole pass over the store ``dreamd pass`` names, the lane not asked (again)."""
     from daemon.service.passes.run import run_pass
     from daemon.service.workspace import resolve_store
 
@@ -160,11 +173,11 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unc
             return None
         report = PassReport(store.name, "skipped", root_hash, skipped_files=[Skipped(p, r) for p, r in unchanged.skipped], notes=unchanged.notes, at=now)
     else:
-        seen = {path: Seen(size, mtime, ino % _INT64, ctime, digest, scanned) for path, size, mtime, ino, ctime, digest, scanned in looked.stat_rows}
-        scan = scan_store(roots, store.settings, seen)
-        if scan.vouched != len(scan.files) + len(scan.archived) or scan.root_hash != root_hash:
+        seen = {row[0]: row[1:] if row[3] >= 0 else (row[1], row[2], row[3] % _INT64, *row[4:]) for row in looked.stat_rows}
+        glimpsed = glimpse(roots, store.settings, seen)
+        if glimpsed is None or glimpsed.root_hash != root_hash:
             return None
-        report = PassReport(store.name, "skipped", scan.root_hash, skipped_files=list(scan.skipped), notes=len(scan.notes), at=now)
+        report = PassReport(store.name, "skipped", root_hash, skipped_files=glimpsed.skipped, notes=glimpsed.notes, at=now)
     fingerprint = fingerprint_of(app, store)
     if fingerprint != planner:
         return None
