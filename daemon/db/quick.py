@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-HEAD_REVISION = "0011_tombstones_append_only"  # the newest migration; tests check it against Alembic
+HEAD_REVISION = "0012_passes_by_status"  # the newest migration; tests check it against Alembic
 # How long the lane waits for another writer: a second. Longer contention (a locked file, a
 # long transaction) is the whole pass's to wait out with its own timeout and report in one
 # line, so a locked database is not waited for twice.
