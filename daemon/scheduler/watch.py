@@ -53,6 +53,7 @@ class _Store:
     seen: dict[str, Any] | None = None  # what the last pass saw, while quiet
     walk_by: float = 0.0  # monotonic time by which a pass must walk the store again
     unwatchable: str = ""  # why this store is never watched
+    failed: bool = False  # a watch was refused (said once; tried again at each pass)
 
 
 class Watches:
@@ -174,7 +175,9 @@ class Watches:
                 store.unwatchable = why
                 log.info("watch.unwatched", store=name, reason=why)
                 return
-            for folder in store.folders:
+            for below in _folders(notes):  # a missing notes root is refused here, as every pass refuses it
+                self._add(name, store, below, self._mask, None)
+            for folder in store.folders[1:]:
                 real = Path(os.path.realpath(folder))
                 if os.path.isdir(real):
                     for below in _folders(real):
@@ -183,7 +186,9 @@ class Watches:
                     self._add(name, store, real.parent, self._parent_mask, real.name)
         except OSError as exc:  # ENOSPC: the watch limit; EACCES; a folder gone meanwhile
             self._disarm(name)
-            log.warning("watch.failed", store=name, error=f"{exc.__class__.__name__}: {exc}")
+            if not store.failed:
+                log.warning("watch.failed", store=name, error=f"{exc.__class__.__name__}: {exc}")
+            store.failed = True
             return
         store.armed = True
 

@@ -173,3 +173,21 @@ def test_a_file_system_other_hosts_write_is_not_trusted():
     """Only a local file system's writes all raise events here: /proc's kind is not among them, /'s is."""
     assert "may be written by other hosts" in watch._not_local(Path("/proc/self"))
     assert watch._not_local(Path("/dev/shm")) == ""
+
+
+def test_a_refused_watch_is_said_once_and_tried_again_at_each_pass(tmp_path, watches):
+    """A folder the kernel will not watch (here: not there yet) leaves the store walked at
+    every pass, says so once, and is watched once it can be."""
+    from structlog.testing import capture_logs
+
+    root = tmp_path / "notes"
+    watches.track({"notes": (root, root / ".dreamd-archive")})
+    with capture_logs() as logs:
+        for _ in range(3):
+            assert watches.claim("notes") is None
+            watches.passed("notes", SEEN)
+    assert [entry["event"] for entry in logs] == ["watch.failed"]
+    _store(tmp_path)
+    assert watches.claim("notes") is None
+    watches.passed("notes", SEEN)
+    assert watches.claim("notes") == SEEN
