@@ -48,13 +48,14 @@ def worker_command(settings, serve: bool, max_passes: int, max_mb: int, check_da
 
 def _serve(settings, max_passes: int, max_mb: int) -> None:  # noqa: ANN001
     """One pass per request line until the input ends or this worker has done its share.
-    The App is kept while the config text stays the same (one engine, one connection pool)."""
+    The App is kept while the config text stays the same (one engine, one connection pool);
+    the daemon sends the text once, and null while it has not changed."""
     app, text, served = None, None, 0
     try:
         for line in sys.stdin:
             request = json.loads(line)
             click.echo(_json_line({"started": request["store"]}))
-            if request["config"] != text:
+            if request["config"] is not None and request["config"] != text:  # null: the text it sent before
                 if app is not None:
                     app.close()
                 app, text = _app(settings, request["config"]), request["config"]

@@ -11,7 +11,9 @@ until it has been idle ``idle_s``; then it is let go and the next pass starts a 
 
 The protocol is JSON lines. The daemon sends ``{"store", "config", "unchanged"}`` (the
 config text it is running on, so a file edited but not reloaded, or reloaded and refused,
-never reaches a pass; and what its watches say the store still is, or null: see watch.py);
+never reaches a pass: sent to a worker once, then null while it stays the same, as a
+thousand stores' config would cost every pass its length twice over; and what its watches
+say the store still is, or null: see watch.py);
 the worker answers ``{"started": store}`` at once, then one result line (``status``,
 ``pass_id``, ``stats``, ``seen``, or ``error`` and ``exit``) with ``last`` set when it will
 exit after it. A worker that ends before answering ``started`` never began the pass: the
@@ -94,6 +96,7 @@ class Worker:
         # stderr is inherited: the worker's JSON log lines go where the daemon's go (journald)
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=_worker_env())
         self.passes = 0
+        self.config_sent: str | None = None  # the config text this worker runs on
         self.idle_since = time.monotonic()
         self.last = False  # it said it exits after its last answer
 
@@ -107,8 +110,10 @@ class Worker:
 
     def run(self, store: str, config_text: str, on_start: Callable[[Worker], None], unchanged: dict[str, Any] | None = None) -> WorkerResult:
         """One pass over ``store``; raises _NeverStarted when the worker was gone before it took it."""
+        config = None if config_text == self.config_sent else config_text
+        self.config_sent = config_text
         try:
-            self.process.stdin.write(json.dumps({"store": store, "config": config_text, "unchanged": unchanged}) + "\n")  # type: ignore[union-attr]
+            self.process.stdin.write(json.dumps({"store": store, "config": config, "unchanged": unchanged}) + "\n")  # type: ignore[union-attr]
             self.process.stdin.flush()  # type: ignore[union-attr]
             started = self.process.stdout.readline()  # type: ignore[union-attr]
         except (BrokenPipeError, OSError):

@@ -68,6 +68,37 @@ def test_skipped_passes_do_not_wear_a_worker_out(tmp_path, make_store, db_url):
     assert {id(w) for w, _ in skips} == {id(first)} and pool.started == 1
 
 
+RECORDER = """
+import json, sys
+with open(sys.argv[1], "a") as kept:
+    for line in sys.stdin:
+        kept.write(line)
+        kept.flush()
+        store = json.loads(line)["store"]
+        print(json.dumps({"started": store}), flush=True)
+        print(json.dumps({"store": store, "status": "skipped", "exit": 0}), flush=True)
+"""
+
+
+def test_a_worker_is_sent_the_config_text_once_and_again_when_it_changed(tmp_path):
+    """What the daemon writes to a worker: the config text with its first pass, null while the
+    text stays the same (a thousand stores' config is not sent a thousand times), the new text after a reload."""
+    import json
+    import sys
+
+    from daemon.scheduler.worker import Worker
+
+    kept = tmp_path / "requests.jsonl"
+    worker = Worker([sys.executable, "-c", RECORDER, str(kept)])
+    try:
+        for text in ("[[stores]] # one", "[[stores]] # one", "[[stores]] # two", "[[stores]] # two"):
+            assert worker.run("s", text, lambda w: None).report["status"] == "skipped"
+    finally:
+        worker.close()
+    sent = [json.loads(line)["config"] for line in kept.read_text().splitlines()]
+    assert sent == ["[[stores]] # one", None, "[[stores]] # two", None]
+
+
 def test_a_worker_that_died_idle_costs_no_pass(tmp_path, make_store, db_url):
     """An idle worker killed by SIGKILL (the OOM killer) is replaced, and the pass still completes."""
     config = write_config(tmp_path / "config.toml", db_url, _stores(tmp_path, make_store, ["a"]))
