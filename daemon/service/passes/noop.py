@@ -101,7 +101,7 @@ def pass_named(app: App, name: str | None, path: str | None, preset: str | None,
         skipped = skip_named(app, name, path, preset)
         if skipped is not None:
             return skipped
-    return whole_pass_named(app, name, path, preset, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
+    return _whole_pass_named(app, name, path, preset, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
 
 
 def skip_named(app: App, name: str | None, path: str | None, preset: str | None) -> tuple[StoreConfig, PassReport] | None:
@@ -120,8 +120,8 @@ def skip_named(app: App, name: str | None, path: str | None, preset: str | None)
     return None if report is None else (store, report)
 
 
-def whole_pass_named(app: App, name: str | None, path: str | None, preset: str | None, *, dry_run: bool = False, adopt_root: bool = False,
-                     progress: Progress | None = None) -> tuple[StoreConfig, PassReport]:  # fmt: skip
+def _whole_pass_named(app: App, name: str | None, path: str | None, preset: str | None, *, dry_run: bool = False, adopt_root: bool = False,
+                      progress: Progress | None = None) -> tuple[StoreConfig, PassReport]:  # fmt: skip
     """The whole pass over the store ``dreamd pass`` names, the lane not asked (again)."""
     from daemon.service.passes.run import run_pass
     from daemon.service.workspace import resolve_store
