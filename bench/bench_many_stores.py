@@ -2,7 +2,7 @@
 or (``--steady``) the pooled daemon over two rounds, the second over unchanged stores.
 
     .venv/bin/python bench/bench_many_stores.py [--stores 200] [--notes 100] [--runs 1]
-    .venv/bin/python bench/bench_many_stores.py --steady --stores 1000 --every 240
+    .venv/bin/python bench/bench_many_stores.py --steady --stores 1000 --every 240 [--tree DIR] [--no-watch] [--json OUT]
 
 Writes ``--stores`` stores of ``--notes`` small notes each (no duplicates: every pass
 proposes nothing), then for each setting starts a real ``dreamd run`` with every store
@@ -20,11 +20,16 @@ its CPU seconds (the daemon, the workers it reaped and the ones still alive, fro
 /proc), and for round 2 how late each pass started against the time its store was due
 (the first pass's start plus the period: with no jitter every store is due then); the daemon's RSS is sampled throughout. The
 CPU of round 2 is what an hourly schedule costs per hour when nothing changes.
+
+``--tree DIR`` runs the daemon of another checkout (``python -m daemon`` there, as
+``bench_noop.py --baseline`` does); ``--no-watch`` runs it without its watches, so that every
+skipped pass walks its store; ``--json`` keeps the figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import sqlite3
@@ -40,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from machine import load  # noqa: E402
 
 DREAMD = [sys.executable, "-m", "daemon"]
+THIS = Path(__file__).resolve().parents[1]
 SETTINGS = {"a new worker per pass": ["--worker-passes", "1"], "pooled workers (default)": []}
 
 
@@ -96,6 +102,12 @@ def one_round(config: Path, stores: int, extra: list[str], workdir: Path) -> dic
     return {"wall": wall, "cpu": cpu, "workers": workers, "idle_rss": idle_rss}
 
 
+def own_cpu_seconds(pid: int) -> float:
+    """User + system seconds of ``pid`` itself (not its workers)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
     """User + system seconds of ``pid``, the children it reaped, and its live children."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -112,14 +124,15 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def steady(config: Path, stores: int, every: int, workdir: Path) -> dict[str, float]:
+def steady(config: Path, stores: int, every: int, workdir: Path, tree: Path = THIS, extra: tuple[str, ...] = ()) -> dict[str, float]:
     db = workdir / "state.db"
     for leftover in workdir.glob("state.db*"):
         leftover.unlink()
-    env = {**os.environ, "DREAMD_DB": f"sqlite:///{db}", "XDG_STATE_HOME": str(workdir / "xdg")}
-    daemon = subprocess.Popen([*DREAMD, "--config", str(config), "run", "--max-parallel", "2"], stdout=subprocess.DEVNULL, stderr=(workdir / "daemon.log").open("w"), env=env)
+    env = {**os.environ, "DREAMD_DB": f"sqlite:///{db}", "XDG_STATE_HOME": str(workdir / "xdg"), "PYTHONPATH": str(tree)}
+    command = [*DREAMD, "--config", str(config), "run", "--max-parallel", "2", *extra]
+    daemon = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=(workdir / "daemon.log").open("w"), env=env, cwd=tree)
     peak = 0.0
-    marks = []
+    marks, own = [], []
     for target in (stores, 2 * stores):
         while finished(db) < target:
             if daemon.poll() is not None:
@@ -127,6 +140,7 @@ def steady(config: Path, stores: int, every: int, workdir: Path) -> dict[str, fl
             peak = max(peak, rss_mb(daemon.pid))
             time.sleep(0.2)
         marks.append(cpu_seconds(daemon.pid))
+        own.append(own_cpu_seconds(daemon.pid))
     idle = rss_mb(daemon.pid)
     daemon.send_signal(signal.SIGTERM)
     daemon.wait()
@@ -140,7 +154,7 @@ def steady(config: Path, stores: int, every: int, workdir: Path) -> dict[str, fl
     first = min(s[0] for s in starts.values())  # every store is due at start (jitter 0), then every period
     late = sorted(s[1] - (first + every) for s in starts.values() if len(s) > 1)  # negative: early
     skipped = sum(st[1] == "skipped" for st in statuses.values() if len(st) > 1)
-    return {"round1_cpu": marks[0], "round2_cpu": marks[1] - marks[0], "peak_rss": peak, "idle_rss": idle, "late_max": late[-1] if late else -1,
+    return {"round1_cpu": marks[0], "round2_cpu": marks[1] - marks[0], "round2_daemon_cpu": own[1] - own[0], "peak_rss": peak, "idle_rss": idle, "late_max": late[-1] if late else -1,
             "late_p95": late[int(len(late) * 0.95) - 1] if late else -1, "early_max": -late[0] if late else -1, "second_passes": len(late), "skipped": skipped}  # fmt: skip
 
 
@@ -157,6 +171,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--steady", action="store_true", help="two rounds of the pooled daemon, the second over unchanged stores")
     parser.add_argument("--every", type=int, default=240, help="--steady: each store's period in seconds (longer than a round)")
+    parser.add_argument("--tree", type=Path, default=THIS, help="--steady: the checkout whose daemon runs (default: this one)")
+    parser.add_argument("--no-watch", action="store_true", help="--steady: run the daemon with --no-watch")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="--steady: write the figures as JSON")
     options = parser.parse_args()
     load("before")
     try:
@@ -170,9 +187,13 @@ def _run(options: argparse.Namespace) -> None:
         base = Path(tmp)
         config = write_stores(base / "stores", options.stores, options.notes, f"{options.every}s" if options.steady else "1h")
         if options.steady:
-            got = steady(config, options.stores, options.every, base)
+            got = steady(config, options.stores, options.every, base, options.tree.resolve(), ("--no-watch",) if options.no_watch else ())
+            got["round2_cpu_per_store_ms"] = 1000 * got["round2_cpu"] / options.stores
+            if options.json:
+                options.json.write_text(json.dumps(got, indent=2) + "\n")
             print(f"{options.stores} stores of {options.notes} notes, every {options.every} s, pooled workers, --max-parallel 2")
-            print(f"round 1 (first passes): {got['round1_cpu']:.1f} s CPU; round 2 (unchanged, {got['skipped']:.0f} of {got['second_passes']:.0f} skipped): {got['round2_cpu']:.1f} s CPU")
+            print(f"round 1 (first passes): {got['round1_cpu']:.1f} s CPU; round 2 (unchanged, {got['skipped']:.0f} of {got['second_passes']:.0f} skipped): {got['round2_cpu']:.1f} s CPU"
+                  f" ({got['round2_cpu_per_store_ms']:.1f} ms a store, of which the daemon itself {1000 * got['round2_daemon_cpu'] / options.stores:.1f} ms)")  # fmt: skip
             print(f"lateness of round 2 against each store's due time: p95 {got['late_p95']:.1f} s, max {got['late_max']:.1f} s (earliest {got['early_max']:.1f} s early)")
             print(f"daemon RSS: peak {got['peak_rss']:.1f} MB, idle {got['idle_rss']:.1f} MB")
             return

@@ -1,5 +1,5 @@
 """Entry point for ``python -m daemon``."""
 
-from daemon.cli.main import main
+from daemon.cli.entry import main
 
 main()

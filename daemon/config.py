@@ -48,6 +48,17 @@ class StoreConfig:
     schedule: Schedule = field(default_factory=Schedule)  # when ``dreamd run`` passes over it
     workspace: Path | None = None  # the git repository the notes describe: their citations are checked against it
 
+    def watched_folders(self) -> tuple[Path, Path] | None:
+        """The folders whose changes the daemon watches for: the notes root and the archive
+        root (which need not exist yet); None for a store whose skips are never taken on a
+        watch's word (a record database, or notes checked against a workspace's commits)."""
+        if self.workspace is not None or self.settings.preset.records:
+            return None
+        notes = Path(os.path.realpath(self.root))
+        archive_root = self.settings.archive_root
+        name = archive_name(archive_root, notes.name)
+        return notes, notes.parent / name if archive_root.startswith("../") else notes / name
+
 
 @dataclass(frozen=True)
 class Limits:

@@ -12,13 +12,15 @@ from daemon.cli.render import emit_json, one_line, waiting_parts
 @click.option("--max-parallel", type=click.IntRange(min=1), default=2, show_default=True, help="Passes (over different stores) at once.")
 @click.option("--worker-passes", type=click.IntRange(min=1), default=50, show_default=True, help="Passes one worker process serves before a new one replaces it.")
 @click.option("--worker-mb", type=click.IntRange(min=1), default=400, show_default=True, help="A worker whose peak memory passed this many MB is replaced after its pass.")
+@click.option("--no-watch", is_flag=True, help="Do not watch the stores for changes (inotify): every pass stats every file.")
 @click.pass_obj
-def run_command(settings, stop_timeout: float, max_parallel: int, worker_passes: int, worker_mb: int) -> None:  # noqa: ANN001
+def run_command(settings, stop_timeout: float, max_parallel: int, worker_passes: int, worker_mb: int, no_watch: bool) -> None:  # noqa: ANN001
     """Run passes on each configured store's schedule until SIGTERM.
 
     Each store's `every = "6h"` or `cron = "0 3 * * 0"` (crontab meaning, local time) sets
     when; passes run in worker processes, each serving up to --worker-passes passes (let go
-    after a minute idle). Speaks systemd's notify protocol (READY,
+    after a minute idle). Watches the stores (inotify): a pass over a store no event came
+    for since its last pass makes no stat (see README). Speaks systemd's notify protocol (READY,
     STATUS, WATCHDOG, STOPPING). SIGHUP reloads the config; an invalid one is refused and
     the running one kept. SIGTERM lets running passes finish (up to --stop-timeout), stops
     them at a safe point after that, and exits 0.
@@ -35,7 +37,7 @@ def run_command(settings, stop_timeout: float, max_parallel: int, worker_passes:
     if chosen is None:
         raise ConfigError(f"dreamd run needs a config file with [[stores]], and {no_config_loaded()}", hint=f"give --config FILE, set DREAMD_CONFIG, or write {default_config_file()}")
     load_config(chosen)  # refused here in one line (a FIFO, bad TOML) before the daemon starts
-    options = RunOptions(chosen.resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel, worker_passes=worker_passes, worker_mb=worker_mb)
+    options = RunOptions(chosen.resolve(), settings.db, settings.debug, stop_timeout, max_parallel=max_parallel, worker_passes=worker_passes, worker_mb=worker_mb, watch=not no_watch)
     Daemon(options).run()
 
 

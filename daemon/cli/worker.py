@@ -1,7 +1,7 @@
 """``dreamd worker``: the daemon's pass worker (internal; see daemon/scheduler/worker.py).
 
 ``worker --serve`` serves passes from JSON lines on stdin until its input ends, it has
-served ``--max-passes``, its peak memory passed ``--max-mb``, or it is told to stop
+served ``--max-passes`` (passes skipped as unchanged are not counted), its peak memory passed ``--max-mb``, or it is told to stop
 (SIGTERM: the pass stops at its next safe point, its result line says so, exit 10).
 ``--check-database`` and ``--close-dead`` are the daemon's short database-only errands
 (config text on stdin).
@@ -20,7 +20,7 @@ import click
 
 @click.command("worker", hidden=True)
 @click.option("--serve", is_flag=True, help="Serve passes from JSON lines on stdin.")
-@click.option("--max-passes", type=click.IntRange(min=1), default=50, help="With --serve: exit after this many passes.")
+@click.option("--max-passes", type=click.IntRange(min=1), default=50, help="With --serve: exit after this many passes (skipped ones not counted).")
 @click.option("--max-mb", type=click.IntRange(min=1), default=400, help="With --serve: exit after a pass once peak RSS passed this.")
 @click.option("--check-database", is_flag=True, help="Only open (and migrate) the state database.")
 @click.option("--close-dead", metavar="WHY", help="Only close the passes of dead workers as failed, saying why.")
@@ -48,18 +48,19 @@ def worker_command(settings, serve: bool, max_passes: int, max_mb: int, check_da
 
 def _serve(settings, max_passes: int, max_mb: int) -> None:  # noqa: ANN001
     """One pass per request line until the input ends or this worker has done its share.
-    The App is kept while the config text stays the same (one engine, one connection pool)."""
+    The App is kept while the config text stays the same (one engine, one connection pool);
+    the daemon sends the text once, and null while it has not changed."""
     app, text, served = None, None, 0
     try:
         for line in sys.stdin:
             request = json.loads(line)
             click.echo(_json_line({"started": request["store"]}))
-            if request["config"] != text:
+            if request["config"] is not None and request["config"] != text:  # null: the text it sent before
                 if app is not None:
                     app.close()
                 app, text = _app(settings, request["config"]), request["config"]
-            result, stopped = _one_pass(app, request["store"])
-            served += 1
+            result, stopped = _one_pass(app, request["store"], request.get("unchanged"))
+            served += result["status"] != "skipped"  # a skip holds next to no memory: only passes that planned wear a worker out
             last = stopped is not None or served >= max_passes or _peak_mb() >= max_mb
             click.echo(_json_line({**result, "last": last}))
             if stopped is not None:
@@ -79,17 +80,20 @@ def _app(settings, config_text: str) -> Any:  # noqa: ANN001
     return App(config=config, db_url=resolve_db_url(settings.db, config), surface="daemon", actor="daemon")
 
 
-def _one_pass(app: Any, store_name: str) -> tuple[dict[str, Any], Exception | None]:
-    """A pass's result line, and the StoppedError when the worker was told to stop during it."""
+def _one_pass(app: Any, store_name: str, unchanged: object = None) -> tuple[dict[str, Any], Exception | None]:
+    """A pass's result line, and the StoppedError when the worker was told to stop during it.
+    ``unchanged``: what the daemon's watches say the store still is; the line's ``seen`` is
+    what this pass saw, for the daemon to hand back while its watches see no change."""
     from daemon.core.errors import DreamdError, StoppedError
-    from daemon.service.passes import pass_over
+    from daemon.service.passes import Unchanged, pass_over
 
     try:
-        report = pass_over(app, app.config.store(store_name))
+        report = pass_over(app, app.config.store(store_name), unchanged=Unchanged.from_json(unchanged) if unchanged else None)
     except DreamdError as exc:
         failed = {"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code, "exit": exc.exit_code}
         return failed, exc if isinstance(exc, StoppedError) else None
-    return {"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats, "exit": 0}, None
+    seen = Unchanged.of(report)
+    return {"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats, "exit": 0, "seen": seen.as_json() if seen else None}, None
 
 
 def _peak_mb() -> float:

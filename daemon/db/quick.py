@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-HEAD_REVISION = "0011_tombstones_append_only"  # the newest migration; tests check it against Alembic
+HEAD_REVISION = "0012_passes_by_status"  # the newest migration; tests check it against Alembic
 # How long the lane waits for another writer: a second. Longer contention (a locked file, a
 # long transaction) is the whole pass's to wait out with its own timeout and report in one
 # line, so a locked database is not waited for twice.
@@ -88,8 +88,9 @@ def registered(conn: sqlite3.Connection, *, name: str | None = None, root: str |
     return None if row is None else (row[0], row[1], row[2])
 
 
-def look(conn: sqlite3.Connection, name: str) -> Looked | None:
-    """The store registered under ``name``, or None when there is none."""
+def look(conn: sqlite3.Connection, name: str, *, stat_rows: bool = True) -> Looked | None:
+    """The store registered under ``name``, or None when there is none; its stat-cache rows
+    only when asked for (a store the daemon's watches vouch for is not walked)."""
     conn.execute("BEGIN")
     try:
         row = conn.execute("SELECT id, root, preset, root_identity FROM stores WHERE name = ?", (name,)).fetchone()
@@ -97,10 +98,10 @@ def look(conn: sqlite3.Connection, name: str) -> Looked | None:
             return None
         store_id, root = row[0], row[1]
         first = conn.execute("SELECT min(id) FROM stores WHERE root = ?", (root,)).fetchone()[0] == store_id
-        stat_rows = conn.execute("SELECT path, size, mtime_ns, ino, ctime_ns, blob_hash, scanned_ns FROM stat_cache WHERE store_id = ?", (store_id,)).fetchall()
+        rows = conn.execute("SELECT path, size, mtime_ns, ino, ctime_ns, blob_hash, scanned_ns FROM stat_cache WHERE store_id = ?", (store_id,)).fetchall() if stat_rows else []
         waiting, pending = _waiting(conn, store_id)
         return Looked(store_id, root, row[2], row[3], first, _last_completed(conn, store_id), _busy(conn, store_id),
-                      waiting, pending, _seq(conn, store_id), stat_rows)  # fmt: skip
+                      waiting, pending, _seq(conn, store_id), rows)  # fmt: skip
     finally:
         conn.execute("COMMIT")
 

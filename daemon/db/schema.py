@@ -140,7 +140,7 @@ passes = Table(
     "passes",
     metadata,
     Column("id", Integer, primary_key=True),
-    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False, index=True),
+    Column("store_id", Integer, ForeignKey("stores.id"), nullable=False),
     Column("status", String(20), nullable=False),  # running | completed | skipped | failed
     Column("surface", String(20), nullable=False),
     Column("actor", String(200), nullable=False),
@@ -152,6 +152,8 @@ passes = Table(
     Column("stats", JSON),  # {"v":1, "notes":..., "proposed":..., "refused":..., ...}
     Column("error", Text),
     Column("runner", String(200)),  # host:pid of the process running it; a dead one means the pass died
+    # a store's last completed pass, a running one: found at once, not by walking its history
+    Index("ix_passes_store_status", "store_id", "status"),
 )
 
 snapshots = Table(

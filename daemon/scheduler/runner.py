@@ -23,6 +23,7 @@ from daemon.core.errors import ConfigError, DreamdError
 from daemon.locations import default_db_url
 from daemon.service import daemon_state
 from daemon.scheduler.notify import Notifier
+from daemon.scheduler.watch import Watches
 from daemon.scheduler.worker import IDLE_S, MAX_MB, MAX_PASSES, Worker, WorkerPool, WorkerResult, run_to_end, worker_command
 
 log = logs.get_logger("dreamd.daemon")
@@ -46,6 +47,7 @@ class RunOptions:
     worker_passes: int = MAX_PASSES  # passes one worker process serves before it is replaced
     worker_mb: int = MAX_MB  # a worker whose peak RSS passed this is replaced after its pass
     worker_idle_s: float = IDLE_S  # an idle worker is let go after this long
+    watch: bool = True  # watch the stores (inotify) so that a pass over a quiet one makes no stat
 
 
 class Daemon:
@@ -67,6 +69,7 @@ class Daemon:
         self._changed = False  # a pass started or ended since the state was last published
         self._next_publish = 0.0
         self.scheduler: Any = None
+        self.watches: Watches | None = None
         serving = worker_command(str(options.config_path), options.db_url, options.debug, serve=(options.worker_passes, options.worker_mb))
         self.pool = WorkerPool(serving, idle_s=options.worker_idle_s)
 
@@ -75,6 +78,9 @@ class Daemon:
     def run(self) -> int:
         with daemon_state.DatabaseHold(self.db_url, self._started):  # a second daemon of this database stops here
             self._open_database()
+            if self.options.watch:
+                self.watches = Watches.open()
+                self._track()
             self._install_signals()
             self.scheduler = self._make_scheduler()
             self.scheduler.start(paused=True)  # READY=1 goes out before the first pass starts
@@ -130,6 +136,8 @@ class Daemon:
                 self._reload()
             self._publish_changes()
             self.pool.let_go_idle()
+            if self.watches is not None:  # read events as they come: the kernel's queue is bounded
+                self.watches.drain()
             time.sleep(TICK_S)
 
     def _publish_changes(self) -> None:
@@ -168,6 +176,8 @@ class Daemon:
         self._drain(float("inf"))
         self.pool.close()
         self.scheduler.shutdown(wait=True)
+        if self.watches is not None:
+            self.watches.close()
         daemon_state.remove_state(self.db_url, os.getpid())
         log.info("daemon.stopped")
 
@@ -207,12 +217,18 @@ class Daemon:
         changed = sorted(n for n in set(old) & set(config.stores) if old[n].schedule != config.stores[n].schedule)
         with self._lock:
             self.config, self._config_text = config, text
+        self._track()
         for name in removed + changed:
             self.scheduler.remove_job(name)
         for name in added + changed:
             self._add_job(config.stores[name])
         log.info("config.reloaded", added=added, removed=removed, rescheduled=changed)
         self.notifier.ready(self._publish(send=False))
+
+    def _track(self) -> None:
+        """Watch the configured stores' folders (watch.py); a store dropped is let go."""
+        if self.watches is not None:
+            self.watches.track({name: store.watched_folders() for name, store in self.config.stores.items()})
 
     def _add_job(self, store: StoreConfig) -> None:
         """An interval store runs its first pass now; a cron store waits for its time."""
@@ -242,7 +258,10 @@ class Daemon:
             log.info("pass.started", store=name, worker_pid=worker.pid, worker_passes=worker.passes)
             self._changed = True
 
-        worker, result = self.pool.run(name, config_text, self._workers, self._lock, started, may_retry=lambda: not self._stopping)
+        unchanged = self.watches.claim(name) if self.watches is not None else None
+        worker, result = self.pool.run(name, config_text, self._workers, self._lock, started, may_retry=lambda: not self._stopping, unchanged=unchanged)
+        if self.watches is not None:
+            self.watches.passed(name, result.report.get("seen") if result.code == 0 else None)
         if result.died:  # it may have left its pass "running"
             self._record_death(result)
         self._last[name] = _summary(result)

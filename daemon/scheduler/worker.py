@@ -9,10 +9,13 @@ interpreter start-ups (and imports) a round. A worker serves one pass at a time,
 many passes as it is allowed (``max_passes``), until its peak memory passes ``max_mb``, or
 until it has been idle ``idle_s``; then it is let go and the next pass starts a new one.
 
-The protocol is JSON lines. The daemon sends ``{"store", "config"}`` (the config text it is
-running on, so a file edited but not reloaded, or reloaded and refused, never reaches a
-pass); the worker answers ``{"started": store}`` at once, then one result line
-(``status``, ``pass_id``, ``stats``, or ``error`` and ``exit``) with ``last`` set when it will
+The protocol is JSON lines. The daemon sends ``{"store", "config", "unchanged"}`` (the
+config text it is running on, so a file edited but not reloaded, or reloaded and refused,
+never reaches a pass: sent to a worker once, then null while it stays the same, as a
+thousand stores' config would cost every pass its length twice over; and what its watches
+say the store still is, or null: see watch.py);
+the worker answers ``{"started": store}`` at once, then one result line (``status``,
+``pass_id``, ``stats``, ``seen``, or ``error`` and ``exit``) with ``last`` set when it will
 exit after it. A worker that ends before answering ``started`` never began the pass: the
 pass is given to a new worker. One that ends after it died during the pass.
 """
@@ -93,6 +96,7 @@ class Worker:
         # stderr is inherited: the worker's JSON log lines go where the daemon's go (journald)
         self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1, env=_worker_env())
         self.passes = 0
+        self.config_sent: str | None = None  # the config text this worker runs on
         self.idle_since = time.monotonic()
         self.last = False  # it said it exits after its last answer
 
@@ -104,10 +108,12 @@ class Worker:
     def reusable(self) -> bool:
         return not self.last and self.process.poll() is None
 
-    def run(self, store: str, config_text: str, on_start: Callable[[Worker], None]) -> WorkerResult:
+    def run(self, store: str, config_text: str, on_start: Callable[[Worker], None], unchanged: dict[str, Any] | None = None) -> WorkerResult:
         """One pass over ``store``; raises _NeverStarted when the worker was gone before it took it."""
+        config = None if config_text == self.config_sent else config_text
+        self.config_sent = config_text
         try:
-            self.process.stdin.write(json.dumps({"store": store, "config": config_text}) + "\n")  # type: ignore[union-attr]
+            self.process.stdin.write(json.dumps({"store": store, "config": config, "unchanged": unchanged}) + "\n")  # type: ignore[union-attr]
             self.process.stdin.flush()  # type: ignore[union-attr]
             started = self.process.stdout.readline()  # type: ignore[union-attr]
         except (BrokenPipeError, OSError):
@@ -161,16 +167,18 @@ class WorkerPool:
         self._lock = threading.Lock()
         self.started = 0  # workers started so far
 
-    def run(self, store: str, config_text: str, busy: dict[str, Worker], lock: threading.RLock, on_start: Callable[[Worker], None], may_retry: Callable[[], bool]) -> tuple[Worker, WorkerResult]:
+    def run(self, store: str, config_text: str, busy: dict[str, Worker], lock: threading.RLock, on_start: Callable[[Worker], None], may_retry: Callable[[], bool],
+            unchanged: dict[str, Any] | None = None) -> tuple[Worker, WorkerResult]:  # fmt: skip
         """One pass in a pooled worker (``busy[store]`` holds it meanwhile, under ``lock``);
         ``on_start(worker)`` once the worker has taken the pass. A worker found gone before it
-        took the pass (it died idle) is replaced once, if ``may_retry()`` still says so."""
+        took the pass (it died idle) is replaced once, if ``may_retry()`` still says so.
+        ``unchanged``: what the daemon's watches say the store still is (see watch.py)."""
         for attempt in (1, 2):
             worker = self._take()
             with lock:
                 busy[store] = worker
             try:
-                result = worker.run(store, config_text, on_start)
+                result = worker.run(store, config_text, on_start, unchanged)
             except _NeverStarted as gone:
                 if attempt == 1 and may_retry():
                     continue

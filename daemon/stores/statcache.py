@@ -16,8 +16,6 @@ change the cache missed is noticed there and nothing is written over it.
 
 from __future__ import annotations
 
-import os
-import stat
 from typing import NamedTuple
 
 # How much older than the reading scan a file's mtime and ctime must be to be trusted. A
@@ -40,14 +38,3 @@ class Seen(NamedTuple):
     def trusted(self) -> bool:
         """Whether the file was last changed clearly before it was read (not racily clean)."""
         return max(self.mtime_ns, self.ctime_ns) < self.scanned_ns - RACY_NS
-
-
-def vouches(seen: Seen, info: os.stat_result, limit: int) -> bool:
-    """Whether ``seen`` stands for the file ``info`` describes, so that it need not be read:
-    the same size, mtime, inode and ctime, a trusted row, and still a file a scan reads (one
-    regular file with one name, within ``limit`` bytes)."""
-    size, mtime_ns, ino, ctime_ns, _, _ = seen
-    return (
-        info.st_mtime_ns == mtime_ns and info.st_ctime_ns == ctime_ns and info.st_size == size and info.st_ino == ino
-        and seen.trusted() and info.st_nlink == 1 and size <= limit and stat.S_ISREG(info.st_mode)
-    )  # fmt: skip

@@ -54,6 +54,51 @@ def test_a_worker_that_did_its_share_is_replaced(tmp_path, make_store, db_url):
     assert first.process.poll() == 0
 
 
+def test_skipped_passes_do_not_wear_a_worker_out(tmp_path, make_store, db_url):
+    """With max_passes 1, passes skipped as unchanged after the first are all served by the
+    first worker (a new worker for each would cost an interpreter start per unchanged store)."""
+    config = write_config(tmp_path / "config.toml", db_url, _stores(tmp_path, make_store, ["a"]))
+    pool = _pool(config, db_url, max_passes=2)
+    try:
+        first, done = _run(pool, "a", config)
+        skips = [_run(pool, "a", config) for _ in range(3)]
+    finally:
+        pool.close()
+    assert done.report["status"] == "completed" and [r.report["status"] for _, r in skips] == ["skipped"] * 3
+    assert {id(w) for w, _ in skips} == {id(first)} and pool.started == 1
+
+
+RECORDER = """
+import json, sys
+with open(sys.argv[1], "a") as kept:
+    for line in sys.stdin:
+        kept.write(line)
+        kept.flush()
+        store = json.loads(line)["store"]
+        print(json.dumps({"started": store}), flush=True)
+        print(json.dumps({"store": store, "status": "skipped", "exit": 0}), flush=True)
+"""
+
+
+def test_a_worker_is_sent_the_config_text_once_and_again_when_it_changed(tmp_path):
+    """What the daemon writes to a worker: the config text with its first pass, null while the
+    text stays the same (a thousand stores' config is not sent a thousand times), the new text after a reload."""
+    import json
+    import sys
+
+    from daemon.scheduler.worker import Worker
+
+    kept = tmp_path / "requests.jsonl"
+    worker = Worker([sys.executable, "-c", RECORDER, str(kept)])
+    try:
+        for text in ("[[stores]] # one", "[[stores]] # one", "[[stores]] # two", "[[stores]] # two"):
+            assert worker.run("s", text, lambda w: None).report["status"] == "skipped"
+    finally:
+        worker.close()
+    sent = [json.loads(line)["config"] for line in kept.read_text().splitlines()]
+    assert sent == ["[[stores]] # one", None, "[[stores]] # two", None]
+
+
 def test_a_worker_that_died_idle_costs_no_pass(tmp_path, make_store, db_url):
     """An idle worker killed by SIGKILL (the OOM killer) is replaced, and the pass still completes."""
     config = write_config(tmp_path / "config.toml", db_url, _stores(tmp_path, make_store, ["a"]))

@@ -225,3 +225,37 @@ def test_a_dry_run_never_takes_the_lane_and_records_nothing(store, make_app, db_
     assert (report.status, report.pass_id) == ("dry-run", None)
     assert _counts(db_path) == before
     assert noop.skip_if_unchanged(make_app(), store).status == "skipped"  # the lane would have taken it
+
+
+def _steps(conn: sqlite3.Connection, work) -> int:  # noqa: ANN001
+    """How many SQLite virtual-machine steps ``work()`` takes (counted, not timed)."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    conn.set_progress_handler(count, 1)
+    try:
+        work()
+    finally:
+        conn.set_progress_handler(None, 1)
+    return steps
+
+
+def test_what_the_lane_asks_of_a_store_costs_the_same_after_thousands_of_passes(store, make_app, db_path, clock):
+    """The last completed pass and whether one runs are found by index: after 3,000 more
+    skipped passes, the lane's look at the store takes no more steps than after 30."""
+    _passed(make_app(), store, db_path)
+    conn = quick.connect(f"sqlite:///{db_path}")
+    add = "INSERT INTO passes (store_id, status, surface, actor, started_at) SELECT store_id, 'skipped', surface, actor, started_at FROM passes WHERE id = 1"
+    try:
+        looked = []
+        for more in (30, 2970):  # 30 skipped passes, then 3,000
+            for _ in range(more):
+                conn.execute(add)
+            looked.append(_steps(conn, lambda: quick.look(conn, store.name, stat_rows=False)))
+    finally:
+        conn.close()
+    assert looked[1] <= looked[0] + 50

@@ -131,3 +131,58 @@ def test_a_file_read_again_with_other_bytes_than_its_row_gets_a_new_row(note: Pa
     seen = {"build.md": _row(note)}
     rows, gone = scan_store(note.parent, FLAT, started_ns=123).stat_changes(seen)
     assert (rows["build.md"].hash, rows["build.md"].scanned_ns, gone) == (hash_bytes(TEXT), 123, [])
+
+
+def _vouched_store(root: Path) -> dict[str, Seen]:
+    """A nested store with an archive beside it, a symlink, a binary and a too-large file,
+    and a trusted row for every file a scan reads."""
+    (root / "topic").mkdir(parents=True)
+    archive = root.parent / f"{root.name}.dreamd-archive"
+    archive.mkdir()
+    files = {root / "a.md": b"# A\n", root / "topic" / "b.md": b"# B\n", root / "MEMORY.md": b"- [A](a.md)\n", archive / "old.md": b"# Old\n"}
+    for path, data in files.items():
+        path.write_bytes(data)
+        os.utime(path, ns=(OLD_NS, OLD_NS))
+    (root / "blob.md").write_bytes(b"\0binary")
+    (root / "link.md").symlink_to(root / "a.md")
+    rows = {}
+    for path, data in files.items():
+        rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else f"{archive.name}/{path.name}"
+        rows[rel] = _row(path, hash_bytes(data))
+    return rows
+
+
+NESTED = resolve_settings("generic", {"archive_root": "../{notes}.dreamd-archive"})
+
+
+def test_a_glimpse_finds_what_a_scan_finds_without_reading(tmp_path: Path) -> None:
+    """Over a store every file of which a trusted row vouches for: the same manifest, root hash,
+    note count and skipped files as scan_store, with plain-tuple rows."""
+    from daemon.stores.paths import open_roots
+    from daemon.stores.scan import glimpse
+
+    root = tmp_path / "notes"
+    rows = _vouched_store(root)
+    roots = open_roots(root, NESTED.archive_root)
+    scan = scan_store(roots, NESTED, rows)
+    seen = glimpse(roots, NESTED, {path: tuple(row) for path, row in rows.items()})
+    assert scan.vouched == len(scan.manifest) == 4
+    assert (seen.manifest, seen.root_hash, seen.notes, seen.skipped) == (scan.manifest, scan.root_hash, len(scan.notes), scan.skipped)
+    assert [s.reason for s in seen.skipped] == ["binary", "symlink"]
+
+
+@pytest.mark.parametrize("change", ["edit", "new", "racy"])
+def test_a_glimpse_ends_at_a_file_it_would_have_to_read(tmp_path: Path, change: str) -> None:
+    """A file edited or new, or a row read too soon after its file's change: no glimpse (None)."""
+    from daemon.stores.paths import open_roots
+    from daemon.stores.scan import glimpse
+
+    root = tmp_path / "notes"
+    rows = _vouched_store(root)
+    if change == "edit":
+        (root / "topic" / "b.md").write_bytes(b"# B, edited\n")
+    elif change == "new":
+        (root / "c.md").write_bytes(b"# C\n")
+    else:
+        rows["a.md"] = _row(root / "a.md", rows["a.md"].hash, later_ns=RACY_NS)
+    assert glimpse(open_roots(root, NESTED.archive_root), NESTED, {path: tuple(row) for path, row in rows.items()}) is None

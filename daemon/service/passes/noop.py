@@ -14,7 +14,9 @@ skip too:
 - no pass is running or died running, no lease is held or left, no apply is half-written
   (so neither recovery nor a busy report is due), and no event came since the lane looked;
 - every file's stat matches a trusted stat-cache row, so no file is read at all (a file the
-  scan had to read gets its row renewed by the whole pass);
+  scan had to read gets its row renewed by the whole pass); or, in the daemon, its watches
+  saw no event since the last pass saw the root hash the store's last completed pass
+  recorded (``Unchanged``, see scheduler/watch.py): then not even a stat is made;
 - nothing waits that a policy or a notify command would look at again.
 
 At anything else (a server database, a dry run, a record store, a workspace, a first pass)
@@ -24,7 +26,8 @@ it steps aside before writing anything, and the whole pass decides from scratch.
 from __future__ import annotations
 
 import sqlite3
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from daemon import logs
 from daemon.config import StoreConfig
@@ -34,8 +37,7 @@ from daemon.service.holders import this_holder
 from daemon.service.naming import resolve
 from daemon.service.passes.report import PassReport, PolicyOutcome, fingerprint_of, model_unfinished
 from daemon.stores.paths import identity_text, open_roots
-from daemon.stores.scan import scan_store
-from daemon.stores.statcache import Seen
+from daemon.stores.scan import SKIP_REASONS, Skipped, glimpse
 
 if TYPE_CHECKING:
     from daemon.service.context import App
@@ -49,10 +51,41 @@ REASON = "store and due times unchanged"  # the pass.skipped event's reason, as 
 _INT64 = 1 << 64  # an inode above 2**63 is stored as its two's complement (see repo.stat_cache)
 
 
-def pass_over(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False, progress: Progress | None = None) -> PassReport:
-    """One pass over ``store``: the no-op lane when it can vouch for a skip, else the whole pass."""
+@dataclass(frozen=True)
+class Unchanged:
+    """What the last pass over a store saw, which the daemon's watches say still holds: its
+    root hash, how many notes, and the files it skipped (path, reason)."""
+
+    root_hash: str
+    notes: int
+    skipped: tuple[tuple[str, str], ...] = field(default=())
+
+    @classmethod
+    def of(cls, report: PassReport) -> Unchanged | None:
+        """What a completed or skipped pass saw; None for a pass that saw nothing to vouch for.
+        Notes a time cap left unread are not among the files a scan skips: a pass reads them again."""
+        if report.status not in ("completed", "skipped") or not report.root_hash:
+            return None
+        return cls(report.root_hash, report.notes, tuple((s.path, s.reason) for s in report.skipped_files if s.reason in SKIP_REASONS))
+
+    def as_json(self) -> dict[str, Any]:
+        return {"root_hash": self.root_hash, "notes": self.notes, "skipped": [list(s) for s in self.skipped]}
+
+    @classmethod
+    def from_json(cls, value: Any) -> Unchanged | None:
+        """The daemon's word, or None when it is not one this code wrote (then the store is walked)."""
+        try:
+            return cls(str(value["root_hash"]), int(value["notes"]), tuple((str(p), str(r)) for p, r in value["skipped"]))
+        except (TypeError, KeyError, ValueError):
+            return None
+
+
+def pass_over(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False, progress: Progress | None = None,
+              unchanged: Unchanged | None = None) -> PassReport:  # fmt: skip
+    """One pass over ``store``: the no-op lane when it can vouch for a skip, else the whole
+    pass. ``unchanged``: what the daemon's watches say the store still is (no stat needed)."""
     if not (dry_run or adopt_root):
-        report = skip_if_unchanged(app, store)
+        report = skip_if_unchanged(app, store, unchanged)
         if report is not None:
             return report
     from daemon.service.passes.run import run_pass
@@ -65,17 +98,31 @@ def pass_named(app: App, name: str | None, path: str | None, preset: str | None,
     """The store ``dreamd pass`` names (service/naming.py, as for every command) and its
     pass: the no-op lane when it can vouch for a skip, else the whole pass."""
     if not (dry_run or adopt_root):
-        conn = quick.connect(app.db_url)
-        if conn is not None:
-            try:
-                store = app.config.completed(resolve(app.config, name, path, preset, lambda **key: quick.registered(conn, **key)))
-                report = _skipped(app, store, conn)
-            except STEP_ASIDE:  # a store no one can name: the whole pass says why
-                report = None
-            finally:
-                conn.close()
-            if report is not None:
-                return store, report
+        skipped = skip_named(app, name, path, preset)
+        if skipped is not None:
+            return skipped
+    return _whole_pass_named(app, name, path, preset, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
+
+
+def skip_named(app: App, name: str | None, path: str | None, preset: str | None) -> tuple[StoreConfig, PassReport] | None:
+    """The no-op lane alone over the store ``dreamd pass`` names: the store and its recorded
+    skip, or None (nothing written) when the whole pass has to decide."""
+    conn = quick.connect(app.db_url)
+    if conn is None:
+        return None
+    try:
+        store = app.config.completed(resolve(app.config, name, path, preset, lambda **key: quick.registered(conn, **key)))
+        report = _skipped(app, store, conn)
+    except STEP_ASIDE:  # a store no one can name: the whole pass says why
+        return None
+    finally:
+        conn.close()
+    return None if report is None else (store, report)
+
+
+def _whole_pass_named(app: App, name: str | None, path: str | None, preset: str | None, *, dry_run: bool = False, adopt_root: bool = False,
+                      progress: Progress | None = None) -> tuple[StoreConfig, PassReport]:  # fmt: skip
+    """The whole pass over the store ``dreamd pass`` names, the lane not asked (again)."""
     from daemon.service.passes.run import run_pass
     from daemon.service.workspace import resolve_store
 
@@ -85,30 +132,30 @@ def pass_named(app: App, name: str | None, path: str | None, preset: str | None,
     return store, run_pass(app, store, dry_run=dry_run, adopt_root=adopt_root, progress=progress)
 
 
-def skip_if_unchanged(app: App, store: StoreConfig) -> PassReport | None:
+def skip_if_unchanged(app: App, store: StoreConfig, unchanged: Unchanged | None = None) -> PassReport | None:
     """The recorded skipped pass, or None when the whole pass has to decide (nothing written)."""
     conn = quick.connect(app.db_url)
     if conn is None:
         return None
     try:
-        return _skipped(app, store, conn)
+        return _skipped(app, store, conn, unchanged)
     finally:
         conn.close()
 
 
-def _skipped(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport | None:
+def _skipped(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unchanged | None = None) -> PassReport | None:
     if store.workspace is not None or store.settings.preset.records:
         return None
     try:
-        return _skip(app, store, conn)
+        return _skip(app, store, conn, unchanged)
     except STEP_ASIDE as exc:
         log.debug("noop.stepped_aside", store=store.name, error=f"{exc.__class__.__name__}: {exc}")
         return None
 
 
-def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport | None:
+def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unchanged | None) -> PassReport | None:
     now = app.clock()
-    looked = quick.look(conn, store.name)
+    looked = quick.look(conn, store.name, stat_rows=unchanged is None)
     if looked is None or looked.busy or looked.last_completed is None or not looked.first_at_root:
         return None
     if (looked.root, looked.preset) != (str(store.root), store.preset):
@@ -121,25 +168,30 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection) -> PassReport 
     roots = open_roots(store.root, store.settings.archive_root)
     if identity_text(roots) != looked.root_identity:
         return None
-    seen = {path: Seen(size, mtime, ino % _INT64, ctime, digest, scanned) for path, size, mtime, ino, ctime, digest, scanned in looked.stat_rows}
-    scan = scan_store(roots, store.settings, seen)
-    if scan.vouched != len(scan.files) + len(scan.archived) or scan.root_hash != root_hash:
-        return None
+    if unchanged is not None:  # the watches saw no change since a pass saw this root hash
+        if unchanged.root_hash != root_hash:
+            return None
+        report = PassReport(store.name, "skipped", root_hash, skipped_files=[Skipped(p, r) for p, r in unchanged.skipped], notes=unchanged.notes, at=now)
+    else:
+        seen = {row[0]: row[1:] if row[3] >= 0 else (row[1], row[2], row[3] % _INT64, *row[4:]) for row in looked.stat_rows}
+        glimpsed = glimpse(roots, store.settings, seen)
+        if glimpsed is None or glimpsed.root_hash != root_hash:
+            return None
+        report = PassReport(store.name, "skipped", root_hash, skipped_files=glimpsed.skipped, notes=glimpsed.notes, at=now)
     fingerprint = fingerprint_of(app, store)
     if fingerprint != planner:
         return None
-    report = PassReport(store.name, "skipped", scan.root_hash, skipped_files=list(scan.skipped), notes=len(scan.notes), at=now)
     if store.policy is not None:
         report.policy = _nothing_decided(store.policy)
     pass_id = quick.record_skip(conn, looked, surface=app.surface, actor=app.actor, runner=this_holder(), now=now,
-                                root_hash=scan.root_hash, planner=fingerprint, stats=report.stats, reason=REASON)  # fmt: skip
+                                root_hash=root_hash, planner=fingerprint, stats=report.stats, reason=REASON)  # fmt: skip
     if pass_id is None:
         return None
     report.pass_id, report.waiting_after = pass_id, (looked.pending, looked.waiting)
     where = log.bind(store=store.name, pass_id=pass_id)
     for skipped in report.skipped_files:
         where.info("file.skipped", path=skipped.path, reason=skipped.reason)
-    where.info("pass.skipped", **{k: v for k, v in report.stats.items() if k != "v"})
+    where.info("pass.skipped", **{k: v for k, v in report.stats.items() if k != "v"}, **({"watched": True} if unchanged is not None else {}))
     return report
 
 

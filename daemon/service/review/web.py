@@ -121,8 +121,8 @@ def _notice(query: Mapping[str, str]) -> dict[str, Any] | None:
         "accepted": f"accepted; dreamd apply writes {it}, or the Apply button on the index",
         "rejected": f"rejected; the same change{'s' if len(ids) > 1 else ''} will not be proposed again",
         "applied": f"applied; dreamd revert {ids[0] if ids else 'ID'} undoes it",
-        "unaccepted": f"pending again: the accept was taken back",
-        "unrejected": f"pending again: the rejection was taken back",
+        "unaccepted": "pending again: the accept was taken back",
+        "unrejected": "pending again: the rejection was taken back",
     }.get(query.get("done", ""))
     return {"text": f"{named(ids)} {done}", "refused": False} if done and ids else None
 
