@@ -64,7 +64,7 @@ def accept_shown(app: App, ids: list[int], key: str, shown: list[ProposalView]) 
     if [view.id for view in shown] != ids or key != batch_key(shown):
         now = f"{len(shown)} pending proposal{'s match' if len(shown) != 1 else ' matches'} the filters now" if shown else "no pending proposal matches the filters now"
         raise ProposalError(f"the proposals shown changed since the page was drawn ({now}); nothing was accepted", hint="reload the page")
-    return decide_all(app, ids, "accept")
+    return decide_all(app, ids, "accept").ids
 
 
 def apply_shown(app: App, proposal_id: int, key: str) -> ApplyResult:
