@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from daemon.core.errors import DiffError
@@ -243,6 +244,60 @@ def edit_lines(diff: str, path: str) -> tuple[list[str], list[str]]:
                 removed += [line.value for line in hunk if line.line_type == LINE_TYPE_REMOVED]
                 added += [line.value for line in hunk if line.line_type == LINE_TYPE_ADDED]
     return removed, added
+
+
+@dataclass(frozen=True)
+class Block:
+    """One run of lines a diff removes and adds in a file, and where it sits: ``at``, the
+    0-based base line the removed lines start at (or the added ones go before), and ``to``,
+    the 0-based line of the result the added ones start at. Lines keep their line ends."""
+
+    at: int
+    to: int
+    removed: tuple[bytes, ...]
+    added: tuple[bytes, ...]
+
+
+def blocks(diff: str, path: str) -> list[Block]:
+    """The runs of removed and added lines the diff makes in ``path`` (edited in place, not
+    created or removed), in order; a line that ends the file without a line end is given
+    without one, as the file holds it."""
+    from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
+
+    text, _ = _git_sections(diff)
+    patched = next((p for p in parsed(text) if strip_prefix(p.source_file) == path and strip_prefix(p.target_file) == path), None)
+    found: list[Block] = []
+    for hunk in patched or ():
+        old = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+        new = hunk.target_start - 1 if hunk.target_length else hunk.target_start
+        run: tuple[int, int, list[bytes], list[bytes]] | None = None
+        last: list[bytes] = []
+        for line in hunk:
+            kind = line.line_type
+            if kind == LINE_TYPE_NO_NEWLINE:
+                if last:
+                    last[-1] = _bare(last[-1])
+                continue
+            value = line.value.encode("utf-8")
+            value = value if value.endswith(b"\n") else value + b"\n"
+            if kind == LINE_TYPE_CONTEXT:
+                if run is not None:
+                    found.append(Block(run[0], run[1], tuple(run[2]), tuple(run[3])))
+                    run = None
+                last = [value]  # a context line's end is the base's and the result's alike
+                old, new = old + 1, new + 1
+                continue
+            if run is None:
+                run = (old, new, [], [])
+            if kind == LINE_TYPE_REMOVED:
+                run[2].append(value)
+                last, old = run[2], old + 1
+            elif kind == LINE_TYPE_ADDED:
+                run[3].append(value)
+                last, new = run[3], new + 1
+        if run is not None:
+            found.append(Block(run[0], run[1], tuple(run[2]), tuple(run[3])))
+    return found
 
 
 def verify(diff: str, base: dict[str, bytes | None], expected: dict[str, bytes | None]) -> None:
