@@ -603,6 +603,12 @@ def finished_steps(conn: Connection, store_id: int, proposal_id: int | None = No
     return [row["files"] for row in conn.scalars(query.order_by(t.journal.c.id.desc()))]
 
 
+def journal_writes(conn: Connection, store_id: int) -> list[tuple[int, list[dict[str, Any]]]]:
+    """(proposal, file steps) of every completed journal of the store, newest first."""
+    query = select(t.journal.c.proposal_id, t.journal.c.steps).where(t.journal.c.store_id == store_id, t.journal.c.state == "done")
+    return [(row.proposal_id, row.steps["files"]) for row in conn.execute(query.order_by(t.journal.c.id.desc()))]
+
+
 def unfinished_journals(conn: Connection, store_id: int, states: tuple[str, ...] = ("writing",)) -> list[Any]:
     return list(
         conn.execute(
