@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 
 from daemon import logs
 from daemon.config import StoreConfig
-from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError
+from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError, StoreError
 from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
@@ -248,13 +248,15 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
     outcome: the state ``run`` recorded moved by the steps, or (no run) a scan of the store."""
     roots = run.roots if run is not None else registered_roots(app, store_id, store)
     before = run.recorded() if run is not None else None  # looked at before anything is written
+    temp_dir = journal.temp_dir_for(store.settings, roots)
+    made = journal.new_folders(roots, steps, temp_dir) if operation == "apply" else []
     with app.engine().begin() as conn:
         if prepare is not None:
             prepare(conn)
-        journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock())
+        journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock(), made)
     try:
         keep = keeper(app, store_id, journal_id, proposal_id)
-        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=journal_id, keep=keep)
+        journal.write(roots, steps, blobs, temp_dir=temp_dir, journal_id=journal_id, keep=keep)
     except ConflictError:
         if run is not None:
             run.moved(None)
@@ -336,7 +338,8 @@ def revert_pass(app: App, pass_id: int) -> list[ApplyResult]:
 
 
 def revert(app: App, proposal_id: int) -> ApplyResult:
-    """Restore the files an applied proposal changed to their exact before-bytes."""
+    """Restore the files an applied proposal changed to their exact before-bytes, and take
+    away the folders applies created that are empty now (the tree as it was before them)."""
     store_id, _ = locate(app, proposal_id)
     return _under_lease(app, store_id, lambda store: _revert_held(app, store, store_id, proposal_id))
 
@@ -359,5 +362,12 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
             hint=f"they hold edits made after the apply; to take it back by hand, dreamd show {proposal_id} shows exactly what it changed",
         )
     _journaled(app, store, store_id, proposal_id, "revert", steps, blobs)
-    log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps))
+    with engine.connect() as conn:  # this revert's apply's, or a revert's before it left holding another apply's files
+        made = repo.made_folders(conn, store_id, (REVERTED,))
+    try:
+        removed = journal.remove_empty_folders(registered_roots(app, store_id, store), made)
+    except StoreError as exc:  # the revert is done: an empty folder left behind is untidy, nothing more
+        removed = []
+        log.warning("revert.folder_kept", store=store.name, proposal_id=proposal_id, error=str(exc))
+    log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps), folders_removed=removed)
     return ApplyResult(proposal_id, store.name, REVERTED)
