@@ -29,6 +29,7 @@ import difflib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 from daemon.core.errors import StaleError
 from daemon.core.index import LINK_PATTERN, LINKS, IndexSpec, entries
@@ -36,19 +37,58 @@ from daemon.core.notes import Note
 from daemon.core.lines import newlines_before
 from daemon.core.patch import LARGE, Block
 
-_HEADINGS = re.compile(rb"^#{1,6}[ \t]+\S", re.MULTILINE)
+_HEADING = re.compile(rb"#{1,6}[ \t]+\S")
 _TOKEN = re.compile(r"\w+|\s+|[^\w\s]")
 _LINK = re.compile(LINK_PATTERN)
 _TASK = re.compile(r"\[(TASK[0-9A-Za-z_]+)")
 _WHOLE_BELOW = 256 * 1024  # bytes: an index an agent loads whole is far smaller; larger ones are not decoded to check
 
 
+_SPLIT: dict[int, tuple[bytes, list[bytes]]] = {}  # the last large bytes objects split, by identity
+_SPLIT_KEPT = 4
+
+
 def lines_of(data: bytes) -> list[bytes]:
-    """``data``'s lines with their ends; lines end at ``\\n`` only, as in a diff."""
+    """``data``'s lines with their ends; lines end at ``\\n`` only, as in a diff. The lines of
+    a large bytes object are kept for the next call with the very same object (do not change
+    the list): every proposal of a pass has the same index as its base, held once by the run."""
+    kept = _SPLIT.pop(id(data), None)
+    if kept is not None and kept[0] is data:
+        _SPLIT[id(data)] = kept  # the newest again: a run's shared base stays while each apply's file comes and goes
+        return kept[1]
     if b"\r" not in data:
-        return data.splitlines(keepends=True)
-    split = data.split(b"\n")
-    return [line + b"\n" for line in split[:-1]] + ([split[-1]] if split[-1] else [])
+        found = data.splitlines(keepends=True)
+    else:
+        split = data.split(b"\n")
+        found = [line + b"\n" for line in split[:-1]] + ([split[-1]] if split[-1] else [])
+    if len(data) >= LARGE:
+        _SPLIT[id(data)] = (data, found)
+        while len(_SPLIT) > _SPLIT_KEPT:
+            del _SPLIT[next(iter(_SPLIT))]
+    return found
+
+
+def _heads_of(data: bytes) -> list[int]:
+    """The lines of ``data`` that are markdown headings (each ``#`` at a line's start, checked)."""
+    heads: list[int] = []
+    line = pos = 0
+    at = 0 if data[:1] == b"#" else _next_hash(data, 0)
+    while at >= 0:
+        if _HEADING.match(data, at):
+            line += data.count(b"\n", pos, at)
+            pos = at
+            heads.append(line)
+        at = _next_hash(data, at)
+    return heads
+
+
+def _next_hash(data: bytes, at: int) -> int:
+    """Where the next line starting with ``#`` after offset ``at`` starts, -1 when none does
+    (``#`` is rare in an index: found alone, its line start checked)."""
+    found = data.find(b"#", at + 1)
+    while found > 0 and data[found - 1] != 0x0A:
+        found = data.find(b"#", found + 1)
+    return found
 
 
 def shared(files: Mapping[str, tuple[str | None, str | None]], data: Mapping[str, bytes], index: str | None) -> set[str]:
@@ -74,18 +114,20 @@ def shared(files: Mapping[str, tuple[str | None, str | None]], data: Mapping[str
 
 
 class _Lines:
-    """A file's lines, its headings, and which of its lines an edit has placed already."""
+    """A file's lines, its headings, and which of its lines an edit has placed already; lines
+    and headings are found when first asked for."""
 
     def __init__(self, data: bytes) -> None:
         self.data = data
-        self.lines = lines_of(data)
         self.taken: set[int] = set()
-        self.heads: list[int] = []
-        line, pos = 0, 0
-        for found in _HEADINGS.finditer(data):  # few headings in a long index: counted, not split
-            line += data.count(b"\n", pos, found.start())
-            pos = found.start()
-            self.heads.append(line)
+
+    @cached_property
+    def lines(self) -> list[bytes]:
+        return lines_of(self.data)
+
+    @cached_property
+    def heads(self) -> list[int]:
+        return _heads_of(self.data)
 
     def at_offset(self, offset: int) -> int:
         """The line holding byte ``offset``."""
@@ -173,16 +215,17 @@ def rebase(blocks: Sequence[Block], base: bytes, result: bytes, current: bytes, 
         lines[item.start : item.stop] = item.new
         moved = len(item.new) - (item.stop - item.start)
         inserted = [(at + moved, to) for at, to in inserted] + [(item.start + j, to) for j, to in item.added]
-    out = _Lines(b"".join(lines))
-    for at, to in inserted:
-        if out.section(at) != new.section(to):
-            raise StaleError(f"{_shown(new.lines[to])} would land under {_named(out.section(at))}, not under {_named(new.section(to))} where it was reviewed")
-    if spec is not None and inserted:
-        out = _without_repeats(spec, out, sorted(inserted))
-    if spec is not None and spec.limit is not None and len(result) < _WHOLE_BELOW and len(out.data) < _WHOLE_BELOW:
-        if spec.limit.fits(result.decode("utf-8", "replace")) and not spec.limit.fits(out.data.decode("utf-8", "replace")):
+    data = b"".join(lines)
+    if inserted:
+        out = _Lines(data)
+        for at, to in inserted:
+            if out.section(at) != new.section(to):
+                raise StaleError(f"{_shown(new.lines[to])} would land under {_named(out.section(at))}, not under {_named(new.section(to))} where it was reviewed")
+        data = _without_repeats(spec, out, sorted(inserted)).data if spec is not None else data
+    if spec is not None and spec.limit is not None and len(result) < _WHOLE_BELOW and len(data) < _WHOLE_BELOW:
+        if spec.limit.fits(result.decode("utf-8", "replace")) and not spec.limit.fits(data.decode("utf-8", "replace")):
             raise StaleError(f"with what earlier applies changed, {spec.path} would pass what its agent loads ({spec.limit.describe()})")
-    return out.data
+    return data
 
 
 def _insertion(block: Block, old: _Lines, now: _Lines, spec: IndexSpec | None, shift: int) -> list[_Placed]:

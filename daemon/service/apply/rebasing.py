@@ -105,7 +105,9 @@ def in_order(conn: Connection, store_id: int, ids: list[int], settings: StoreSet
     of them merges, retires or reads goes after that one: applied first, it would change what
     the other must find as it saw it; applied after, its edit is placed on the other's result.
     Only proposals that share a note (the index aside) have their bytes read to tell."""
-    files = {pid: repo.proposal_files(conn, store_id, pid) for pid in dict.fromkeys(ids)}
+    given = list(dict.fromkeys(ids))
+    found = repo.files_of(conn, store_id, given)
+    files = {pid: found.get(pid, {}) for pid in given}
     users: dict[str, list[int]] = {}
     for pid, its in files.items():
         for path in its:
