@@ -152,5 +152,5 @@ def test_a_link_rewrite_in_a_note_another_apply_retired_is_refused_naming_it(mak
     by_title = {get_proposal(app, pid).title: pid for pid in ids}
     into_queue, of_mail = by_title["Merge 1 exact duplicate into queue.md"], by_title["Merge 1 exact duplicate into mail.md"]
     results = {r.proposal_id: (r.state, r.detail) for r in apply(app, [into_queue, of_mail])}
-    assert results == {into_queue: ("applied", ""), of_mail: ("stale", f"queue_notes.md changed since proposed, by the apply of #{into_queue}, and it is gone")}
+    assert results == {into_queue: ("applied", ""), of_mail: ("stale", f"queue_notes.md changed since proposed (dreamd's applies since: #{into_queue}), and it is gone")}
     assert not Path(root / "queue_notes.md").exists()

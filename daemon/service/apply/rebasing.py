@@ -83,7 +83,7 @@ def rebased(diff: str, files: recorded.Files, blobs: Mapping[str, bytes], curren
             index = settings.index if path == settings.index_path else None
             placed[path] = rebase(blocks(diff, path), blobs[base], blobs[result], read[path], index)  # type: ignore[index]
         except StaleError as exc:
-            raise StaleError(f"{path} changed since proposed, by the apply of {by}, and {exc}") from None
+            raise StaleError(f"{path} changed since proposed (dreamd's applies since: {by}), and {exc}") from None
     return placed
 
 
