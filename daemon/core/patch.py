@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from daemon.core.errors import DiffError
@@ -245,6 +246,60 @@ def edit_lines(diff: str, path: str) -> tuple[list[str], list[str]]:
     return removed, added
 
 
+@dataclass(frozen=True)
+class Block:
+    """One run of lines a diff removes and adds in a file, and where it sits: ``at``, the
+    0-based base line the removed lines start at (or the added ones go before), and ``to``,
+    the 0-based line of the result the added ones start at. Lines keep their line ends."""
+
+    at: int
+    to: int
+    removed: tuple[bytes, ...]
+    added: tuple[bytes, ...]
+
+
+def blocks(diff: str, path: str) -> list[Block]:
+    """The runs of removed and added lines the diff makes in ``path`` (edited in place, not
+    created or removed), in order; a line that ends the file without a line end is given
+    without one, as the file holds it."""
+    from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
+
+    text, _ = _git_sections(diff)
+    patched = next((p for p in parsed(text) if strip_prefix(p.source_file) == path and strip_prefix(p.target_file) == path), None)
+    found: list[Block] = []
+    for hunk in patched or ():
+        old = hunk.source_start - 1 if hunk.source_length else hunk.source_start
+        new = hunk.target_start - 1 if hunk.target_length else hunk.target_start
+        run: tuple[int, int, list[bytes], list[bytes]] | None = None
+        last: list[bytes] = []
+        for line in hunk:
+            kind = line.line_type
+            if kind == LINE_TYPE_NO_NEWLINE:
+                if last:
+                    last[-1] = _bare(last[-1])
+                continue
+            value = line.value.encode("utf-8")
+            value = value if value.endswith(b"\n") else value + b"\n"
+            if kind == LINE_TYPE_CONTEXT:
+                if run is not None:
+                    found.append(Block(run[0], run[1], tuple(run[2]), tuple(run[3])))
+                    run = None
+                last = [value]  # a context line's end is the base's and the result's alike
+                old, new = old + 1, new + 1
+                continue
+            if run is None:
+                run = (old, new, [], [])
+            if kind == LINE_TYPE_REMOVED:
+                run[2].append(value)
+                last, old = run[2], old + 1
+            elif kind == LINE_TYPE_ADDED:
+                run[3].append(value)
+                last, new = run[3], new + 1
+        if run is not None:
+            found.append(Block(run[0], run[1], tuple(run[2]), tuple(run[3])))
+    return found
+
+
 def verify(diff: str, base: dict[str, bytes | None], expected: dict[str, bytes | None]) -> None:
     """Raise DiffError unless the diff turns ``base`` into exactly ``expected``."""
     rebuilt = rebuild(diff, base)
@@ -254,157 +309,3 @@ def verify(diff: str, base: dict[str, bytes | None], expected: dict[str, bytes |
     for path, data in changed.items():
         if rebuilt[path] != data:
             raise DiffError(f"diff does not rebuild {path} byte for byte")
-
-
-def reapply(diff: str, path: str, current: bytes) -> bytes | None:
-    """``current`` with the diff's hunks for ``path`` applied as ``git apply -C0`` applies
-    them, or None when one cannot be placed.
-
-    git's rule, followed step by step (apply.c: apply_one_fragment, find_pos,
-    match_fragment, update_image): a hunk's old lines (context and removed) must match
-    ``current`` exactly, searched outwards from where the new file puts them (an offset is
-    allowed), never over lines an earlier hunk wrote; a hunk starting at line 1 must match at
-    the start, one with no trailing context at the end; when no place matches, its context
-    is dropped a line at a time (the larger side first, both when equal) down to none.
-    Removed lines are never fuzzed. In process, so an apply of a run rebases its index edit
-    without starting git; tests/diffs/test_reapply.py holds it to git's answers.
-    """
-    text, _ = _git_sections(diff)
-    patched = next((p for p in parsed(text) if strip_prefix(p.source_file) == path and strip_prefix(p.target_file) == path), None)
-    if patched is None:
-        return None
-    if b"\r" in current:  # lines end at \n only, as in git; splitlines would also cut at \r
-        split = current.split(b"\n")
-        image = _Image([line + b"\n" for line in split[:-1]] + ([split[-1]] if split[-1] else []))
-    else:
-        image = _Image(current.splitlines(keepends=True))
-    for hunk in patched:
-        if not image.place(*_hunk_sides(hunk), hunk.target_start - 1 if hunk.target_start else 0, hunk.source_start in (0, 1)):
-            return None
-    return b"".join(image.lines)
-
-
-_SPACE = b" \t\n\v\f\r"
-
-
-def _hunk_sides(hunk) -> tuple[list[bytes], list[bytes], int, int]:  # noqa: ANN001 - a unidiff hunk
-    """The hunk's old lines and new lines (bytes, line ends kept), and its leading and
-    trailing context counts."""
-    from unidiff.constants import LINE_TYPE_ADDED, LINE_TYPE_CONTEXT, LINE_TYPE_NO_NEWLINE, LINE_TYPE_REMOVED
-
-    old: list[bytes] = []
-    new: list[bytes] = []
-    kinds: list[str] = []
-    last: tuple[list[bytes], ...] = ()
-    for line in hunk:
-        kind = line.line_type
-        if kind == LINE_TYPE_NO_NEWLINE:
-            for side in last:
-                side[-1] = _bare(side[-1])
-            continue
-        value = line.value.encode("utf-8")
-        value = value if value.endswith(b"\n") else value + b"\n"
-        last = (old, new) if kind == LINE_TYPE_CONTEXT else (old,) if kind == LINE_TYPE_REMOVED else (new,) if kind == LINE_TYPE_ADDED else ()
-        for side in last:
-            side.append(value)
-        kinds += [kind] if last else []
-    changes = [i for i, k in enumerate(kinds) if k != LINE_TYPE_CONTEXT]
-    leading = changes[0] if changes else len(kinds)
-    trailing = len(kinds) - 1 - changes[-1] if changes else 0
-    return old, new, leading, trailing
-
-
-class _Image:
-    """A file as git's apply holds it: its lines (ends kept) and which ones a hunk wrote."""
-
-    def __init__(self, lines: list[bytes]) -> None:
-        self.lines = lines
-        self.patched = [False] * len(lines)
-
-    def place(self, old: list[bytes], new: list[bytes], leading: int, trailing: int, pos: int, match_beginning: bool) -> bool:  # noqa: PLR0913
-        match_end = trailing == 0
-        while True:
-            at = self._find(old, pos, match_beginning, match_end)
-            if at is not None:
-                end = at + len(old)
-                self.lines[at:end] = new
-                self.patched[at:end] = [True] * len(new)
-                return True
-            if leading <= 0 and trailing <= 0:
-                return False
-            if match_beginning or match_end:
-                match_beginning = match_end = False
-                continue
-            if leading >= trailing:
-                old, new, pos, leading = old[1:], new[1:], pos - 1, leading - 1
-            if trailing > leading:
-                old, new, trailing = old[:-1], new[:-1], trailing - 1
-
-    def _find(self, old: list[bytes], line: int, match_beginning: bool, match_end: bool) -> int | None:
-        """Where ``old`` matches nearest ``line``: tried there, then one further forwards, one
-        further backwards, and so on (git's find_pos)."""
-        size = len(self.lines)
-        if len(old) > size:
-            return None
-        if match_beginning:
-            line = 0
-        elif match_end:
-            line = size - len(old)
-        if not 0 <= line <= size:
-            line = size  # git compares unsigned: a line before the first is past the last
-        squeezed = [line.translate(None, _SPACE) for line in old]
-        if old and old[0].endswith(b"\n"):
-            return self._find_by_first_line(old, squeezed, line, match_beginning, match_end)
-        backwards = forwards = current = line
-        step = 0
-        while True:
-            if self._matches(old, squeezed, current, match_beginning, match_end):
-                return current
-            while True:
-                if backwards == 0 and forwards == size:
-                    return None
-                if step & 1:
-                    if backwards == 0:
-                        step += 1
-                        continue
-                    backwards -= 1
-                    current = backwards
-                else:
-                    if forwards == size:
-                        step += 1
-                        continue
-                    forwards += 1
-                    current = forwards
-                break
-            step += 1
-
-    def _find_by_first_line(self, old: list[bytes], squeezed: list[bytes], line: int, match_beginning: bool, match_end: bool) -> int | None:
-        """``_find``'s answer when the first old line ends with a line end: then a place can
-        match only where the file holds that exact line (the old bytes must start there), so
-        those places are found in C and tried in git's order (nearest first, forwards first)."""
-        places, at = [], -1
-        try:
-            while True:
-                at = self.lines.index(old[0], at + 1)
-                places.append(at)
-        except ValueError:
-            pass
-        for at in sorted(places, key=lambda p: (abs(p - line), p < line)):
-            if self._matches(old, squeezed, at, match_beginning, match_end):
-                return at
-        return None
-
-    def _matches(self, old: list[bytes], squeezed: list[bytes], at: int, match_beginning: bool, match_end: bool) -> bool:
-        """git's match_fragment: within the file (to its end for ``match_end``), at its start for
-        ``match_beginning``, no line written by an earlier hunk, each line equal but for
-        whitespace, then the old bytes found byte for byte at that line (a last old line with no
-        line end matches the start of the file's line)."""
-        end = at + len(old)
-        if end > len(self.lines) or (match_end and end != len(self.lines)) or (match_beginning and at):
-            return False
-        if old and self.lines[at] != old[0] and self.lines[at].translate(None, _SPACE) != squeezed[0]:
-            return False  # the first line decides for almost every place tried: checked alone first
-        if any(self.patched[at:end]) or [line.translate(None, _SPACE) for line in self.lines[at:end]] != squeezed:
-            return False  # git's quick line hash ignores whitespace
-        want, have = b"".join(old), b"".join(self.lines[at:end])
-        return have == want if match_end else have.startswith(want)

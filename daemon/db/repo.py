@@ -86,6 +86,8 @@ from daemon.db.queries.journal import (  # noqa: F401
     close_journal,
     finished_steps,
     finished_applies,
+    journal_writes,
+    made_folders,
     unfinished_journals,
     acquire_lease,
     renew_lease,

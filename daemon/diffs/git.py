@@ -19,7 +19,6 @@ import tempfile
 from pathlib import Path
 
 from daemon.core.errors import DiffError
-from daemon.core import patch
 from daemon.core.patch import unquote_git
 from daemon.core.proposals import Change
 from daemon.diffs.safe_git import Git
@@ -190,29 +189,3 @@ def _place(tmp: Path, side: str, path: str, data: bytes | None) -> None:
     target = tmp / side / path
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(data)
-
-
-def reapply(diff: str, path: str, current: bytes) -> bytes | None:
-    """``current`` with the diff's hunks for ``path`` placed as ``git apply -C0`` places
-    them, or None when one cannot be: the reviewed lines removed and added unchanged, at an
-    offset if others edited the file elsewhere, with context dropped if they edited next to
-    it (see core/patch.reapply for the rule), never over removed lines that changed.
-
-    dreamd's own placement (no process) when neither side holds a carriage return: on such
-    text it gives git's answers (tests/diffs/test_reapply.py); with CRLF, git itself.
-    """
-    if b"\r" in current or "\r" in diff:
-        return git_reapply(diff, path, current)
-    return patch.reapply(diff, path, current)
-
-
-def git_reapply(diff: str, path: str, current: bytes) -> bytes | None:
-    """``reapply`` by ``git apply -C0 --include PATH`` in a scratch folder."""
-    with tempfile.TemporaryDirectory(prefix="dreamd-apply-") as tmp:
-        _place(Path(tmp), "tree", path, current)
-        patch = Path(tmp) / "change.diff"
-        patch.write_text(diff, encoding="utf-8")
-        done = Git.scratch(Path(tmp) / "tree").run("apply", "-C0", "--include", path, "--whitespace=nowarn", str(patch))
-        if done.returncode != 0:
-            return None
-        return (Path(tmp) / "tree" / path).read_bytes()

@@ -2,8 +2,8 @@
 
 dreamd runs git in folders it does not own: the workspace a store's notes describe (``git
 log`` for citation drift, on every pass, dry runs included) and the repository of ``export
---branch`` (plumbing that writes objects and one ref); and in folders of its own (diffs and
-re-applied hunks in scratch folders, the repository an eval builds). A repository's
+--branch`` (plumbing that writes objects and one ref); and in folders of its own (diffs in
+scratch folders, the repository an eval builds). A repository's
 ``.git/config``, whatever it pulls in with ``include.path``/``includeIf``, its attributes and
 the caller's environment can each make git start a program. Every call goes through ``Git.run``,
 which gives git:

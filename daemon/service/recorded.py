@@ -48,10 +48,3 @@ def proposal_bytes(conn: Connection, store_id: int, proposal_id: int, cache: dic
                 raise DiffError(f"proposal {proposal_id}: its diff does not rebuild {path}; nothing was written")
             blobs[result] = data
     return files_, blobs
-
-
-def dreamd_wrote(conn: Connection, store_id: int, path: str, digest: str | None) -> bool:
-    """Whether ``path`` holding ``digest`` is a state a completed dreamd write left it in."""
-    return digest is not None and any(
-        step["path"] == path and step["after"] == digest for steps in repo.finished_steps(conn, store_id) for step in steps
-    )

@@ -20,7 +20,7 @@ import contextlib
 import ctypes
 import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from daemon.core.errors import StoreError, UnsafePathError
 from daemon.stores.paths import StoreRoots
@@ -142,3 +142,40 @@ def move_new(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
         return
     os.link(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)  # EEXIST if taken
     os.unlink(src, dir_fd=src_fd)
+
+
+def missing(roots: StoreRoots, rels: Iterable[str]) -> list[str]:
+    """The folders (store paths, outermost first) that writing ``rels`` would create: the
+    folders on their way that do not exist now (an archive root beside the notes included)."""
+    wanted = sorted({"/".join(rel.split("/")[:depth]) for rel in rels for depth in range(1, rel.count("/") + 1)}, key=lambda f: (f.count("/"), f))
+    absent: list[str] = []
+    for folder in wanted:
+        if any(folder.startswith(f + "/") for f in absent):
+            absent.append(folder)
+            continue
+        with parent_of(roots, folder + "/x") as found:
+            if found is None:
+                absent.append(folder)
+    return absent
+
+
+def remove_empty(roots: StoreRoots, rel: str) -> bool:
+    """Remove the folder at store path ``rel`` if it is empty (durably); False when it holds
+    anything or is gone already."""
+    with parent_of(roots, rel) as found:
+        if found is None:
+            return False
+        folder, name = found
+        try:
+            os.rmdir(name, dir_fd=folder)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR):
+                return False
+            raise StoreError(f"cannot remove the folder {rel}: {exc.strerror}") from exc
+        try:
+            os.fsync(folder)
+        except OSError as exc:
+            raise StoreError(f"cannot remove the folder {rel}: {exc.strerror}") from exc
+        return True

@@ -307,6 +307,65 @@ class Serena(Oracle):
         return refs
 
 
+# Generic -----------------------------------------------------------------------------
+
+
+class Generic(Oracle):
+    """Any tool that reads frontmatter (dreamd's generic preset; no agent of its own).
+
+    - It lists every ``*.md`` under the folder, at any depth, except what is inside a
+      dot-folder, and reads each note's frontmatter: a note whose ``status`` is ``superseded``
+      or ``expired`` is read as retired, wherever it sits. So a note retired in place is not
+      read as current, and is not "in sight" as a live one.
+    - References are markdown links ``[x](a.md)`` relative to the linking note, and
+      ``[[name]]`` by frontmatter ``name``, else by file stem.
+    - An index, when the store names one (``index_path``), is read whole: its markdown links
+      are its entries, relative to the index.
+    """
+
+    agent = "a frontmatter-reading tool"
+
+    def __init__(self, index_path: str | None = None) -> None:
+        self.index_path = index_path
+
+    def archive_root(self, root: Path) -> Path:
+        return root / ARCHIVE_DIR
+
+    @_memo
+    def visible_notes(self, root: Path) -> set[str]:
+        return {p for p in _walk_files(root, skip_dot_dirs=True) if p.endswith(".md")}
+
+    def retired_visible(self, root: Path) -> set[str]:
+        return set()  # it reads the status: a retired note in sight is read as retired
+
+    def index_entries(self, root: Path) -> list[IndexEntry]:
+        data = _read(root, self.index_path) if self.index_path else None
+        if data is None:
+            return []
+        live = self.visible_live(root)
+        found = []
+        for number, written in _markdown_targets(data.decode("utf-8", errors="replace")):
+            target = _join(self.index_path, written)  # type: ignore[arg-type]
+            found.append(IndexEntry(number, written, target if target in self.visible_notes(root) else None, target in live))
+        return found
+
+    def references(self, root: Path) -> list[Ref]:
+        live = self.visible_live(root)
+        stems = {posixpath.basename(p)[: -len(".md")]: p for p in sorted(live)}
+        names = {n.strip(): p for p in sorted(live) if isinstance(n := frontmatter(_read(root, p) or b"").get("name"), str)}
+        refs = []
+        for source in sorted(live):
+            text = body(_read(root, source) or b"")
+            for _, written in _markdown_targets(text):
+                target = _join(source, written)
+                refs.append(Ref(source, "markdown", written, target, target in live))
+            for match in ClaudeCode._WIKI.finditer(text):
+                written = match.group(1).strip()
+                target = names.get(written) or stems.get(written)
+                refs.append(Ref(source, "wiki", written, target, target is not None))
+        return refs
+
+
 # Claude Code -------------------------------------------------------------------------
 
 

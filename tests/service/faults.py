@@ -1,7 +1,7 @@
 """A fault seam for the file system under a store: the Nth write step fails with an errno.
 
 Inside ``failing(root, ...)`` the operations that change files (folder creation, a file
-created, a write, an fsync, an exchange or rename, an unlink) are counted when they touch
+created, a write, an fsync, an exchange or rename, an unlink, a folder removed) are counted when they touch
 ``root`` and the chosen one fails as the kernel would fail it (ENOSPC, EIO, EDQUOT). Only the
 test process is patched, only for the block; the code under test is the code that ships.
 ``persist`` makes every later step fail too: a disk that stays broken (a rollback cannot
@@ -55,7 +55,7 @@ class Seam:
 
 def _patch(monkeypatch: pytest.MonkeyPatch, seam: Seam) -> None:
     real_mkdir, real_open, real_write, real_fsync = os.mkdir, os.open, os.write, os.fsync
-    real_unlink, real_rename = os.unlink, os.rename
+    real_unlink, real_rename, real_rmdir = os.unlink, os.rename, os.rmdir
     real_exchange, real_move_new = folders.exchange, folders.move_new
 
     def mkdir(name, mode=0o777, *, dir_fd=None):  # noqa: ANN001, ANN202
@@ -79,6 +79,10 @@ def _patch(monkeypatch: pytest.MonkeyPatch, seam: Seam) -> None:
         seam.step("unlink", seam.where(dir_fd, name) if dir_fd is not None else None)
         return real_unlink(name, dir_fd=dir_fd)
 
+    def rmdir(name, *, dir_fd=None):  # noqa: ANN001, ANN202
+        seam.step("rmdir", seam.where(dir_fd, name) if dir_fd is not None else None)
+        return real_rmdir(name, dir_fd=dir_fd)
+
     def rename(src, dst, *, src_dir_fd=None, dst_dir_fd=None):  # noqa: ANN001, ANN202
         seam.step("rename", seam.where(dst_dir_fd, dst) if dst_dir_fd is not None else None)
         return real_rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
@@ -93,7 +97,7 @@ def _patch(monkeypatch: pytest.MonkeyPatch, seam: Seam) -> None:
 
     replaced: list[tuple[object, str, Callable[..., object]]] = [
         (os, "mkdir", mkdir), (os, "open", open_), (os, "write", write), (os, "fsync", fsync), (os, "unlink", unlink),
-        (os, "rename", rename), (folders, "exchange", exchange), (folders, "move_new", move_new),
+        (os, "rename", rename), (os, "rmdir", rmdir), (folders, "exchange", exchange), (folders, "move_new", move_new),
     ]  # fmt: skip
     for target, name, function in replaced:
         monkeypatch.setattr(target, name, function)

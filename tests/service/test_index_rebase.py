@@ -1,11 +1,13 @@
 """Proposals of one pass all edit the index; applying one must not strand the others.
 
-When the index is the only file that differs and it holds exactly what a dreamd apply
-wrote, apply re-applies the proposal's reviewed index hunks with git. Any other change to
-the index (a person, an agent) still makes the proposal stale.
+When the index differs only by what dreamd's own applies wrote, apply places the proposal's
+reviewed index edit on it by what it means: each entry in the section its diff showed it in.
+Any other change to the index (a person, an agent) still makes the proposal stale.
 """
 
 from __future__ import annotations
+
+import re
 
 from daemon.config import adhoc_store
 from daemon.core.index import IndexSpec, entries
@@ -81,3 +83,49 @@ def test_reverting_newest_first_restores_the_original_bytes(example_store, make_
     revert(app, second)
     revert(app, first)
     assert read_tree(example_store) == original
+
+
+def _fm(name: str, kind: str, **extra: str) -> str:
+    return "---\n" + "".join(f"{k}: {v}\n" for k, v in {"name": name, "description": f"{name} notes", **extra}.items()) + f"metadata:\n  type: {kind}\n---\n"
+
+
+SQL = "Lowercase keywords, one column a line, common table expressions over subqueries.\n"
+SECTIONED = {
+    "user_role.md": _fm("role", "user") + "Runs the data team.\n",
+    "feedback_sql.md": _fm("sql", "feedback") + SQL,
+    "feedback_sql_again.md": _fm("sql-again", "feedback") + SQL,
+    "feedback_sql_copy.md": _fm("sql-copy", "feedback") + SQL,
+    "project_runbook.md": _fm("runbook", "project") + "Backfills run one day per run.\n",
+    "project_sprint.md": _fm("sprint", "project", expires="2025-02-01") + "Sprint 9 is half done.\n",
+    "project_backfill.md": _fm("backfill", "project") + "Backfill 2024 in monthly chunks.\n",
+    "reference_ci.md": _fm("ci", "reference") + "CI runs on Actions.\n",
+    "reference_schema.md": _fm("schema", "reference") + "Schema docs are at /docs.\n",
+    "MEMORY.md": "# Memory\n\n## User\n\n- [Role](user_role.md) — role\n\n## Feedback\n\n- [SQL](feedback_sql.md) — sql\n"
+    "- [SQL again](feedback_sql_again.md) — sql\n- [SQL copy](feedback_sql_copy.md) — sql\n\n## Project\n\n- [Runbook](project_runbook.md) — runbook\n"
+    "- [Sprint](project_sprint.md) — sprint\n\n## Reference\n\n- [CI](reference_ci.md) — ci\n- [Schema](reference_schema.md) — schema\n",
+}
+
+
+def _sections(text: str) -> dict[str, str]:
+    """Note path -> the heading its MEMORY.md entry sits under."""
+    found, heading = {}, ""
+    for line in text.split("\n"):
+        heading = line if line.startswith("#") else heading
+        found |= {target: heading for target in re.findall(r"\]\(([^()]+\.md)\)", line)}
+    return found
+
+
+def test_an_entry_added_after_lines_above_it_went_lands_in_the_section_its_diff_showed(make_store, make_app, clock):
+    """Claude Code: after a merge took two Feedback lines and an expiry the last Project line, the reindex's new project entry lands under '## Project' as its diff showed it (placed as git apply -C0 places it, it went under '## Feedback')."""
+    root = make_store(SECTIONED, name="memory")
+    store, app = adhoc_store(root, "claude-code"), make_app()
+    outcomes = [o for o in run_pass(app, store).outcomes if o.state == "pending"]
+    assert sorted(o.planned.draft.kind for o in outcomes) == ["merge", "reindex", "soft-expire"]
+    (reindex,) = [o for o in outcomes if o.planned.draft.kind == "reindex"]
+    assert "+- [backfill](project_backfill.md) — backfill notes\n \n ## Reference" in reindex.planned.diff
+    for o in outcomes:
+        decide(app, o.id, "accept")
+    assert {r.state for r in apply(app, [o.id for o in outcomes])} == {"applied"}
+    text = (root / "MEMORY.md").read_text()
+    assert _sections(text)["project_backfill.md"] == "## Project"
+    assert "- [Runbook](project_runbook.md) — runbook\n- [backfill](project_backfill.md) — backfill notes\n\n## Reference" in text

@@ -54,6 +54,12 @@ def _pass_and_accept(cli, db: list[str], store: Path) -> list[int]:  # noqa: ANN
     return ids
 
 
+def _said(ids: list[int], pid: int) -> str:
+    """What apply says after "#N applied": the first proposal edits MEMORY.md as it saw it, the
+    next two do not edit it, and the last three are placed on the index the ones before left."""
+    return ": placed on MEMORY.md as earlier applies left it" if pid in ids[3:] else ""
+
+
 def test_pass_accept_apply_revert_cycle(pg_url, example_store, cli, read_tree):
     """Every proposal of the example store applied, then reverted newest first: the store is
     back to its bytes, and each step is an event in order."""
@@ -64,7 +70,7 @@ def test_pass_accept_apply_revert_cycle(pg_url, example_store, cli, read_tree):
     assert read_tree(example_store) == original
 
     applied = cli(*db, "apply")
-    assert (applied.code, applied.out) == (0, "".join(f"#{i} applied\n" for i in ids)), applied.err
+    assert (applied.code, applied.out) == (0, "".join(f"#{i} applied{_said(ids, i)}\n" for i in ids)), applied.err
     after = read_tree(example_store)
     assert "build-commands-copy.md" not in after and ".dreamd-archive/build-commands-copy.md" in after
     assert after["MEMORY.md"] != original["MEMORY.md"]
@@ -110,7 +116,7 @@ def test_racing_applies_of_one_proposal_apply_it_once(pg_url, example_store, cli
         results = [(proc.pid, *proc.communicate(timeout=120), proc.returncode) for proc in procs]
         winners = [r for r in results if r[3] == 0]
         assert len(winners) == 1, results
-        assert winners[0][1] == f"#{pid} applied\n"
+        assert winners[0][1] == f"#{pid} applied{_said(ids, pid)}\n"
         holders = "|".join(f"{re.escape(host)}:{r[0]}" for r in results)
         for _, out, err, code in (r for r in results if r[3] != 0):  # which refusal: a matter of timing
             already = (5, f"error[proposal]: proposal {pid} is applied; only accepted proposals are applied (it is applied already; dreamd revert {pid} undoes it)\n")

@@ -80,11 +80,10 @@ def failed_journals(conn: Connection, store_id: int) -> dict[int, str]:
     return {row.payload["journal"]: row.payload["error"] for row in rows}
 
 
-def open_journal(conn: Connection, store_id: int, proposal_id: int, operation: str, steps: list[dict[str, Any]], now: dt.datetime) -> int:
-    values = {
-        "store_id": store_id, "proposal_id": proposal_id, "operation": operation, "state": "writing",
-        "steps": {"v": 1, "files": steps}, "created_at": now,
-    }  # fmt: skip
+def open_journal(conn: Connection, store_id: int, proposal_id: int, operation: str, steps: list[dict[str, Any]], now: dt.datetime, folders: list[str] | None = None) -> int:
+    """A journal in state writing; ``folders``: those its writes will create."""
+    payload = {"v": 1, "files": steps, **({"folders": folders} if folders else {})}
+    values = {"store_id": store_id, "proposal_id": proposal_id, "operation": operation, "state": "writing", "steps": payload, "created_at": now}
     return int(conn.execute(INSERT[t.journal], values).inserted_primary_key[0])
 
 
@@ -109,6 +108,22 @@ def finished_applies(conn: Connection, store_id: int) -> list[tuple[int, dict[st
     """Completed apply journals, oldest first: (proposal id, path -> (hash before, hash it wrote))."""
     query = select(t.journal.c.proposal_id, t.journal.c.steps).where(t.journal.c.store_id == store_id, t.journal.c.state == "done", t.journal.c.operation == "apply")
     return [(row.proposal_id, {step["path"]: (step["before"], step["after"]) for step in row.steps["files"]}) for row in conn.execute(query.order_by(t.journal.c.id))]
+
+
+def journal_writes(conn: Connection, store_id: int) -> list[tuple[int, list[dict[str, Any]]]]:
+    """(proposal, file steps) of every completed journal of the store, newest first."""
+    query = select(t.journal.c.proposal_id, t.journal.c.steps).where(t.journal.c.store_id == store_id, t.journal.c.state == "done")
+    return [(row.proposal_id, row.steps["files"]) for row in conn.execute(query.order_by(t.journal.c.id.desc()))]
+
+
+def made_folders(conn: Connection, store_id: int, states: tuple[str, ...]) -> list[str]:
+    """The folders the completed applies of the store's proposals now in ``states`` created."""
+    query = (
+        select(t.journal.c.steps)
+        .join(t.proposals, t.proposals.c.id == t.journal.c.proposal_id)
+        .where(t.journal.c.store_id == store_id, t.journal.c.operation == "apply", t.journal.c.state == "done", t.proposals.c.state.in_(states))
+    )
+    return [folder for steps in conn.scalars(query) for folder in steps.get("folders", ())]
 
 
 def unfinished_journals(conn: Connection, store_id: int, states: tuple[str, ...] = ("writing",)) -> list[Any]:

@@ -1,7 +1,8 @@
 """Apply and revert: accepted proposals written through compare-and-swap and the journal.
 
-``applying`` applies and reverts, ``journal`` writes a proposal's files so that a crash
-leaves all-old or all-new, ``recovery`` finishes what a crash interrupted before any command
+``applying`` applies and reverts, ``rebasing`` places a proposal's small edits of shared
+notes on what earlier applies left there, ``journal`` writes a proposal's files so that a
+crash leaves all-old or all-new, ``recovery`` finishes what a crash interrupted before any command
 reads or writes a store, ``resolving`` closes a journal left in conflict, ``merged`` finds
 proposals someone else already applied, ``interrupt`` lets SIGTERM stop only at safe points,
 ``later`` says in which order to revert what a later apply wrote over.
@@ -14,5 +15,6 @@ __getattr__, __dir__ = face(__name__, {
     "resolve": "resolving",
     "recover": "recovery", "sweep_temp_files": "recovery", "record_external_changes": "recovery",
     "found_in_store": "merged", "record_found_applied": "merged",
+    "Written": "rebasing", "still_applies": "rebasing",
     "install": "interrupt", "shielded": "interrupt",
 })  # fmt: skip

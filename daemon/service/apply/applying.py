@@ -19,18 +19,18 @@ from sqlalchemy import Connection
 
 from daemon import logs
 from daemon.config import StoreConfig
-from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError
+from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError, StoreError
 from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
 from daemon.service import recorded
 from daemon.service.apply import journal
 from daemon.core.hashing import RunningRoot, hash_bytes, root_hash
-from daemon.diffs.git import reapply
 from daemon.service.context import App
 from daemon.service.apply.interrupt import shielded
 from daemon.service.apply.later import revert_order
 from daemon.service.leases import holding_store
+from daemon.service.apply.rebasing import Written, in_order, rebased
 from daemon.service.apply.merged import Found, exact_steps, holds_result, record_found_applied
 from daemon.service.apply.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, refuse_if_held, roll_back, rolls_back, scan_blobs
 from daemon.service.proposals import locate, mark_stale
@@ -54,7 +54,9 @@ def apply(app: App, ids: list[int] | None = None, store_name: str | None = None,
     """Apply the given proposals (each must be accepted), or every accepted one.
 
     The proposals of one store are applied in one run under one lease (see ``Run``), each
-    still compare-and-swapped and journaled on its own, in the order given.
+    still compare-and-swapped and journaled on its own, in the order given, but that a
+    proposal whose small edit touches a note another of them merges goes after it
+    (``rebasing.in_order``).
     ``progress(done, total)``, if given, is called once the targets are known (done 0) and
     after each proposal: a face shows a bar with it."""
     targets = [locate(app, i) for i in ids] if ids else _accepted(app, store_name)
@@ -66,7 +68,7 @@ def apply(app: App, ids: list[int] | None = None, store_name: str | None = None,
             store = store_config_for_id(app, conn, store_id)
         with holding_store(app, store_id, store.name, heartbeat=True):
             run = Run(app, store, store_id)
-            for pid in pids:
+            for pid in run.ordered(pids):
                 with shielded():  # a worker told to stop finishes this proposal, then stops
                     results.append(_apply_held(app, store, store_id, pid, run))
                 if progress is not None:
@@ -98,7 +100,7 @@ class Run:
         refuse_if_held(app, store_id, store.name)  # nothing is applied on top of a journal left half-written
         self.roots = registered_roots(app, store_id, store)
         self._recorded: tuple[dict[str, str], RunningRoot] | None = None
-        self.wrote: set[tuple[str, str | None]] = set()  # (path, hash) each apply of this run left
+        self._written: Written | None = None
         self.blobs: dict[str, bytes] = {}  # large base bytes (the index) the run's proposals share
 
     def recorded(self) -> tuple[dict[str, str], RunningRoot]:
@@ -110,6 +112,25 @@ class Run:
                 remember_stats(conn, self.store_id, scan, seen)
             self._recorded = scan.manifest, RunningRoot(scan.manifest)
         return self._recorded
+
+    def ordered(self, ids: list[int]) -> list[int]:
+        """The proposals to apply, a small edit of a note after the proposal that merges it."""
+        if port.is_records(self.roots):
+            return ids
+        with self.app.engine().connect() as conn:
+            return in_order(conn, self.store_id, ids, self.store.settings, self.blobs)
+
+    def written(self) -> Written:
+        """What dreamd's finished writes did to the store's files: read once, then kept by each apply."""
+        if self._written is None:
+            with self.app.engine().connect() as conn:
+                self._written = Written.load(conn, self.store_id)
+        return self._written
+
+    def wrote(self, proposal_id: int, steps: list[journal.Step]) -> None:
+        """An apply of this run is done: its writes are dreamd's too."""
+        if self._written is not None:
+            self._written.add(proposal_id, [s.as_dict() for s in steps])
 
     def moved(self, after: tuple[dict[str, str], RunningRoot] | None) -> None:
         """What the last write left (None: unknown, look again before the next)."""
@@ -158,20 +179,25 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
     changed = sorted(p for p, (base, _) in files.items() if current[p] != base)
     held = set(port.held_paths(roots, files))
     steps = [journal.Step(p, b, r) for p, (b, r) in files.items() if b != r and p in held]
+    reason = f"pinned, so no proposal may change it: {', '.join(pinned)}" if pinned else ""
+    placed: dict[str, bytes] = {}
     if changed and not pinned:
-        with engine.connect() as conn:
-            rebased = _rebase_index(conn, store, store_id, row.diff, files, changed, run.wrote, current, read)
-        if rebased is not None:
-            index_step, data, current = rebased
-            steps = [index_step if s.path == index_step.path else s for s in steps]
-            blobs[index_step.after], blobs[index_step.before] = data, current  # type: ignore[index]
-            changed = []
-    if pinned or changed:
-        reason = f"pinned, so no proposal may change it: {', '.join(pinned)}" if pinned else f"changed since proposed: {', '.join(changed)}"
+        try:
+            if port.is_records(roots):  # a record is never reworded in place by another proposal
+                raise StaleError(f"changed since proposed: {', '.join(changed)}")
+            placed = rebased(row.diff, files, blobs, current, read, store.settings, run.written())
+        except StaleError as exc:
+            reason = str(exc)
+        for path, data in placed.items():
+            step = journal.Step(path, current[path], hash_bytes(data))
+            steps = [step if s.path == path else s for s in steps]
+            blobs[step.after], blobs[step.before] = data, read[path]  # type: ignore[index]
+    if reason:
         with engine.begin() as conn:
             mark_stale(app, conn, store_id, proposal_id, reason, now)
         log.info("proposal.stale", store=store.name, proposal_id=proposal_id, reason=reason)
         return ApplyResult(proposal_id, store.name, STALE, reason)
+
     def prepare(conn: Connection) -> None:
         check_transition(repo.get_proposal(conn, store_id, proposal_id).state, APPLIED, proposal_id)
         # what will be written is stored first: recovery and revert read it from here
@@ -184,8 +210,8 @@ def _apply_held(app: App, store: StoreConfig, store_id: int, proposal_id: int, r
             mark_stale(app, conn, store_id, proposal_id, str(exc), app.clock())
         log.info("proposal.stale", store=store.name, proposal_id=proposal_id, reason=str(exc))
         return ApplyResult(proposal_id, store.name, STALE, str(exc))
-    log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps))
-    return ApplyResult(proposal_id, store.name, APPLIED)
+    log.info("proposal.applied", store=store.name, proposal_id=proposal_id, files=len(steps), placed=sorted(placed))
+    return ApplyResult(proposal_id, store.name, APPLIED, f"placed on {', '.join(sorted(placed))} as earlier applies left {'it' if len(placed) == 1 else 'them'}" if placed else "")
 
 
 def _found_applied(app: App, store: StoreConfig, roots: StoreRoots, store_id: int, proposal_id: int, files: recorded.Files, blobs: dict[str, bytes]) -> ApplyResult:
@@ -223,13 +249,15 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
     outcome: the state ``run`` recorded moved by the steps, or (no run) a scan of the store."""
     roots = run.roots if run is not None else registered_roots(app, store_id, store)
     before = run.recorded() if run is not None else None  # looked at before anything is written
+    temp_dir = journal.temp_dir_for(store.settings, roots)
+    made = journal.new_folders(roots, steps, temp_dir) if operation == "apply" else []
     with app.engine().begin() as conn:
         if prepare is not None:
             prepare(conn)
-        journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock())
+        journal_id = repo.open_journal(conn, store_id, proposal_id, operation, [s.as_dict() for s in steps], app.clock(), made)
     try:
         keep = keeper(app, store_id, journal_id, proposal_id)
-        journal.write(roots, steps, blobs, temp_dir=journal.temp_dir_for(store.settings, roots), journal_id=journal_id, keep=keep)
+        journal.write(roots, steps, blobs, temp_dir=temp_dir, journal_id=journal_id, keep=keep)
     except ConflictError:
         if run is not None:
             run.moved(None)
@@ -262,7 +290,7 @@ def _journaled(app: App, store: StoreConfig, store_id: int, proposal_id: int, op
                                                  index_path=store.settings.index_path, before_root=known_root, after_root=after_root)  # fmt: skip
     if run is not None:
         run.moved((recorded, root) if after_root is not None else (recorded, RunningRoot(recorded)))
-        run.wrote |= {(s.path, s.after) for s in steps}
+        run.wrote(proposal_id, steps)
 
 
 def _failed(app: App, store: StoreConfig, roots: port.Roots, store_id: int, proposal_id: int, operation: str, journal_id: int, steps: list[journal.Step], blobs: dict[str, bytes], exc: DreamdError) -> NoReturn:
@@ -280,29 +308,6 @@ def _failed(app: App, store: StoreConfig, roots: port.Roots, store_id: int, prop
                          hint=f"free space or mend the disk, then dreamd {operation} {proposal_id} again") from exc  # fmt: skip
     raise ApplyError(f"{failed}, and rolling it back failed too: {stopped}",
                      hint=f"the store is held: no apply or revert of it runs until dreamd resolve {journal_id} ends journal {journal_id}, once the disk takes writes again") from exc  # fmt: skip
-
-
-def _rebase_index(conn: Connection, store: StoreConfig, store_id: int, diff: str, files: recorded.Files, changed: list[str], wrote: set[tuple[str, str | None]], seen: dict[str, str | None], read: dict[str, bytes]) -> tuple[journal.Step, bytes, bytes] | None:
-    """The proposal's reviewed index edit, re-applied on an index that dreamd itself changed.
-
-    Every proposal of a pass edits the same index, so applying one would make all the
-    others stale. When the index is the only file that differs and it holds exactly
-    what an earlier dreamd apply wrote (``wrote``: this run's; else the journal's), the
-    proposal's index hunks are placed on it as ``git apply -C0`` places them (diffs/git.py
-    reapply): the same lines removed and added, or nothing. ``seen`` and ``read``: the
-    hashes and the bytes the compare-and-swap found just now (the index's bytes unless it
-    is gone or unreadable).
-    """
-    index = store.settings.index_path
-    if not index or changed != [index] or files.get(index, (None, None))[0] is None:
-        return None
-    current, digest = read.get(index), seen.get(index)
-    if current is None or not ((index, digest) in wrote or recorded.dreamd_wrote(conn, store_id, index, digest)):
-        return None
-    data = reapply(diff, index, current)
-    if data is None:
-        return None
-    return journal.Step(index, digest, hash_bytes(data)), data, current
 
 
 def _pinned_changes(store: StoreConfig, files: dict[str, tuple[str | None, str | None]], blobs: dict[str, bytes]) -> list[str]:
@@ -334,7 +339,8 @@ def revert_pass(app: App, pass_id: int) -> list[ApplyResult]:
 
 
 def revert(app: App, proposal_id: int) -> ApplyResult:
-    """Restore the files an applied proposal changed to their exact before-bytes."""
+    """Restore the files an applied proposal changed to their exact before-bytes, and take
+    away the folders applies created that are empty now (the tree as it was before them)."""
     store_id, _ = locate(app, proposal_id)
     return _under_lease(app, store_id, lambda store: _revert_held(app, store, store_id, proposal_id))
 
@@ -360,5 +366,12 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
             hint=order or f"they hold edits made after the apply; to take it back by hand, dreamd show {proposal_id} shows exactly what it changed",
         )
     _journaled(app, store, store_id, proposal_id, "revert", steps, blobs)
-    log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps))
+    with engine.connect() as conn:  # this revert's apply's, or a revert's before it left holding another apply's files
+        made = repo.made_folders(conn, store_id, (REVERTED,))
+    try:
+        removed = journal.remove_empty_folders(registered_roots(app, store_id, store), made)
+    except StoreError as exc:  # the revert is done: an empty folder left behind is untidy, nothing more
+        removed = []
+        log.warning("revert.folder_kept", store=store.name, proposal_id=proposal_id, error=str(exc))
+    log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps), folders_removed=removed)
     return ApplyResult(proposal_id, store.name, REVERTED)

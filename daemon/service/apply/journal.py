@@ -18,8 +18,8 @@ from pathlib import Path, PurePosixPath
 
 from daemon.core.errors import ConflictError, StoreError
 from daemon.core.hashing import hash_bytes
-from daemon.stores import files
-from daemon.stores.paths import StoreRoots
+from daemon.stores import files, folders
+from daemon.stores.paths import StoreRoots, as_roots
 from daemon.stores.records import database as records
 from daemon.stores.presets import StoreSettings
 
@@ -52,6 +52,22 @@ def temp_dir_for(settings: StoreSettings, roots: StoreRoots) -> str | None:
     their target, under a name no agent lists as a note."""
     listing = settings.listing
     return roots.archive_prefix if listing.suffixes is None and not roots.beside else None
+
+
+def new_folders(root: StoreRoots | records.RecordRoots | Path, steps: Iterable[Step], temp_dir: str | None) -> list[str]:
+    """The folders writing ``steps`` will create (temp files' folder included), outermost first:
+    an apply records them, so that its revert takes them away again once they are empty."""
+    if isinstance(root, records.RecordRoots):
+        return []
+    wanted = [s.path for s in steps if s.after is not None] + ([f"{temp_dir}/x"] if temp_dir else [])
+    return folders.missing(as_roots(root), wanted)
+
+
+def remove_empty_folders(root: StoreRoots | records.RecordRoots | Path, made: Iterable[str]) -> list[str]:
+    """Remove each of the folders ``made`` that is empty, innermost first; those removed."""
+    if isinstance(root, records.RecordRoots):
+        return []
+    return [rel for rel in sorted(set(made), key=lambda f: (-f.count("/"), f)) if folders.remove_empty(as_roots(root), rel)]
 
 
 def on_disk(root: StoreRoots | records.RecordRoots | Path, paths: Iterable[str], read: dict[str, bytes] | None = None) -> dict[str, str | None]:

@@ -9,7 +9,7 @@ restores the exact base bytes as for any apply, and an event says it was found s
 On a branch every commit after the first edits an index the commit before it changed already
 (each proposal of a pass edits the same index), so after the merge the index holds none of
 their results. The pass then replays the branch as export made it: proposals whose other
-files hold their results, in id order, each index edit re-applied by git on the one before.
+files hold their results, in id order, each index edit placed by what it means on the one before.
 When that ends at the index the store holds, each is applied, its index step going from
 the index before it to the index after it, so reverting them newest first gives back the base.
 """
@@ -23,10 +23,13 @@ from typing import Any
 
 from sqlalchemy import Connection
 
+from daemon.core.errors import StaleError
 from daemon.core.hashing import hash_bytes, root_hash
+from daemon.core.index import IndexSpec
+from daemon.core.patch import blocks
+from daemon.core.rebase import rebase
 from daemon.core.proposals import APPLIED
 from daemon.db import repo
-from daemon.diffs.git import reapply
 from daemon.service import recorded
 from daemon.service.apply import journal
 from daemon.service.context import App
@@ -55,9 +58,10 @@ def exact_steps(files: recorded.Files) -> list[journal.Step]:
     return [journal.Step(p, base, result) for p, (base, result) in files.items() if base != result]
 
 
-def found_in_store(conn: Connection, store_id: int, index: str | None, rows: list[Any], manifest: Mapping[str, str]) -> list[Found]:
+def found_in_store(conn: Connection, store_id: int, spec: IndexSpec | None, rows: list[Any], manifest: Mapping[str, str]) -> list[Found]:
     """The open proposals (``rows``, oldest first) the store holds applied: each whose every
-    file holds its result, then the chain of a merged branch on the index (see above)."""
+    file holds its result, then the chain of a merged branch on the index (``spec``, see above)."""
+    index = spec.path if spec is not None else None
     found, chain = [], []
     for row in rows:
         files = repo.proposal_files(conn, store_id, row.id)
@@ -67,7 +71,7 @@ def found_in_store(conn: Connection, store_id: int, index: str | None, rows: lis
             chain.append((row, files))
     index_only = [item for item in chain if set(item[1]) == {index}]
     for tried in (chain, [item for item in chain if item not in index_only]):
-        replayed = _replay(conn, store_id, index, tried, manifest.get(index)) if tried else None  # type: ignore[arg-type]
+        replayed = _replay(conn, store_id, spec, tried, manifest.get(index)) if tried else None  # type: ignore[arg-type]
         if replayed:
             return found + replayed
     return found
@@ -80,9 +84,11 @@ def _on_chain(files: recorded.Files, index: str, manifest: Mapping[str, str]) ->
     return base is not None and result is not None and base != result and all(manifest.get(p) == r for p, (_, r) in files.items() if p != index)
 
 
-def _replay(conn: Connection, store_id: int, index: str, chain: list[tuple[Any, recorded.Files]], current: str | None) -> list[Found] | None:
-    """The chain's index edits replayed in id order as ``dreamd export --branch`` made them,
-    one that does not apply left out as there; None unless it ends at ``current``."""
+def _replay(conn: Connection, store_id: int, spec: IndexSpec, chain: list[tuple[Any, recorded.Files]], current: str | None) -> list[Found] | None:
+    """The chain's index edits replayed in id order as ``dreamd export --branch`` made them
+    (each placed by what it means on the index the one before left, core/rebase.py), one
+    that does not place left out as there; None unless it ends at ``current``."""
+    index = spec.path
     if not any(set(files) != {index} for _, files in chain):
         return None
     state = chain[0][1][index][0]
@@ -90,10 +96,11 @@ def _replay(conn: Connection, store_id: int, index: str, chain: list[tuple[Any, 
     replayed = []
     for row, files in chain:
         base, result = files[index]
-        if state == base:
-            new: bytes | None = recorded.proposal_bytes(conn, store_id, row.id)[1][result]  # type: ignore[index]
-        else:
-            new = reapply(row.diff, index, data) if data is not None else None
+        blobs = recorded.proposal_bytes(conn, store_id, row.id)[1]
+        try:
+            new = blobs[result] if state == base else rebase(blocks(row.diff, index), blobs[base], blobs[result], data, spec) if data is not None else None  # type: ignore[index]
+        except StaleError:
+            new = None
         if new is None:
             continue
         digest = hash_bytes(new)

@@ -20,7 +20,6 @@ from daemon.config import StoreConfig
 from daemon.core.errors import MissingKeyError, PlannerError
 from daemon.core.proposals import OPEN, PENDING
 from daemon.db import repo
-from daemon.service import recorded
 from daemon.service.context import App
 from daemon.service.passes.findings import findings
 from daemon.service.holders import this_holder
@@ -279,16 +278,18 @@ def _record_snapshot(app: App, conn: Connection, store_id: int, pass_id: int, sc
 def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, manifest: dict[str, str], now: dt.datetime) -> list[int]:
     """Open proposals whose files changed under them can no longer be applied.
 
-    An index that only dreamd's own applies changed does not count: apply re-applies the
-    proposal's index hunks on it (see apply._rebase_index). Those the store holds applied
-    already (a merged review branch) are recorded as applied instead (see merged.py).
+    Files that only dreamd's own applies changed, and that the proposal edits in a small way
+    (the index, a note whose links it rewrites), do not count: apply places the edit again
+    on them (see apply/rebasing.py). Those the store holds applied already (a merged review
+    branch) are recorded as applied instead (see merged.py).
     """
-    from daemon.service.apply import found_in_store, record_found_applied
+    from daemon.service.apply import Written, found_in_store, record_found_applied, still_applies
 
     stale = []
     index = store.settings.index_path
     rows = repo.list_proposals(conn, store_id, OPEN)
-    found = found_in_store(conn, store_id, index, rows, manifest)
+    written: Written | None = None
+    found = found_in_store(conn, store_id, store.settings.index, rows, manifest)
     for item in found:
         record_found_applied(app, conn, store_id, item, manifest, now)
     applied = {item.proposal_id for item in found}
@@ -297,9 +298,10 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
             continue
         files = repo.proposal_files(conn, store_id, row.id)
         changed = [p for p, (base, _) in files.items() if manifest.get(p) != base]
-        if changed == [index] and recorded.dreamd_wrote(conn, store_id, index, manifest.get(index)):
+        if not changed:
             continue
-        if changed:
+        written = written or Written.load(conn, store_id)
+        if not still_applies(conn, store_id, row.id, files, manifest, store.settings, written):
             reason = f"changed since proposed: {', '.join(changed[:5])}"
             mark_stale(app, conn, store_id, row.id, reason, now)
             stale.append(row.id)

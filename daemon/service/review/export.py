@@ -23,11 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from daemon.config import StoreConfig
-from daemon.core.errors import ConfigError, ProposalError
+from daemon.core.errors import ConfigError, ProposalError, StaleError
 from daemon.core.hashing import hash_bytes
+from daemon.core.patch import blocks
+from daemon.core.rebase import rebase
 from daemon.core.proposals import ACCEPTED, PENDING
 from daemon.db import repo
-from daemon.diffs.git import quote_git, reapply
+from daemon.diffs.git import quote_git
 from daemon.diffs.plumbing import NEW_FILE_MODE, Repository, ScratchIndex, work_tree_top
 from daemon.service import recorded
 from daemon.service.context import App
@@ -261,8 +263,9 @@ def _changed_on(index: ScratchIndex, top: Path, item: _Placed, files: recorded.F
     writes, on the tree in ``index``; or why it does not apply there.
 
     A file that holds the proposal's base gets its result; one an earlier commit of the
-    branch changed (the index every proposal of a pass edits) gets the proposal's hunks
-    re-applied by git, or the proposal is left out.
+    branch changed (the index every proposal of a pass edits, a note several rewrite links
+    in) gets the proposal's edit placed by what it means, as apply places it
+    (core/rebase.py), or the proposal is left out, saying why.
     """
     changed: dict[str, tuple[bytes | None, str]] = {}
     for path, (base, result) in sorted(files.items()):
@@ -276,10 +279,13 @@ def _changed_on(index: ScratchIndex, top: Path, item: _Placed, files: recorded.F
         if (hash_bytes(current) if current is not None else None) == base:
             changed[where] = (blobs[result] if result is not None else None, mode)
             continue
-        rebased = reapply(item.view.diff, path, current) if current is not None and base is not None and result is not None else None
-        if rebased is None:
+        if current is None or base is None or result is None:
             return f"{path} is not what the proposal was made from on the branch, and its change does not apply to it"
-        changed[where] = (rebased, mode)
+        spec = item.store.settings.index if path == item.store.settings.index_path else None
+        try:
+            changed[where] = (rebase(blocks(item.view.diff, path), blobs[base], blobs[result], current, spec), mode)
+        except StaleError as exc:
+            return f"{path} is not what the proposal was made from on the branch, and {exc}"
     return changed
 
 
