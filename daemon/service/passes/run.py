@@ -286,7 +286,6 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
     from daemon.service.apply import Written, found_in_store, record_found_applied, still_applies
 
     stale = []
-    index = store.settings.index_path
     rows = repo.list_proposals(conn, store_id, OPEN)
     written: Written | None = None
     found = found_in_store(conn, store_id, store.settings.index, rows, manifest)
