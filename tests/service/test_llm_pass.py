@@ -236,3 +236,51 @@ def test_a_pinned_note_past_its_expiry_is_never_sent_as_falling_due(make_store, 
     app.model_client = lambda settings: FakeModel()  # any call would find no reply queued
     report = run_pass(app, config.stores["s"])
     assert report.status == "completed" and report.llm["calls"] == 0
+
+
+def _states(report):
+    return [(o.planned.draft.source.split(":")[0], o.planned.draft.kind, tuple(o.planned.draft.notes), o.state) for o in report.outcomes]
+
+
+DEPLOYS = "# Deploys\nDeploys go out on Tuesdays after the release tag is pushed.\n"
+FONTS = "# Fonts\nThe docs use Inter at 16px for body text.\n"
+
+
+def _copies_reply() -> str:
+    """The model merges the two deploy copies, as the exact-duplicate detector does."""
+    quote = "Deploys go out on Tuesdays"
+    return json.dumps({"v": 1, "proposals": [{
+        "kind": "merge", "notes": ["deploy.md", "deploy-copy.md"], "survivor": "deploy.md", "newer": None, "merged_body": None,
+        "rationale": "The two notes are the same deploy note.", "confidence": 0.9, "dropped": [],
+        "evidence": [{"note": "deploy.md", "quote": quote}, {"note": "deploy-copy.md", "quote": quote}],
+    }]})  # fmt: skip
+
+
+def test_a_dry_run_says_of_each_proposal_what_the_pass_after_it_records(make_store, make_app, clock):
+    """One pipeline, two sinks: a model merge repeating a detector's is a duplicate in the dry run as in the pass, and so is every state."""
+    model = FakeModel().enqueue(_copies_reply()).enqueue(_copies_reply())  # the dry run's call and the pass's
+    _, app, store = _setup(make_store, make_app, model, **{"deploy.md": DEPLOYS, "deploy-copy.md": DEPLOYS})
+    dry = run_pass(app, store, dry_run=True)
+    recorded = run_pass(app, store)
+    assert _states(dry) == _states(recorded)
+    assert ("model", "merge", ("deploy.md", "deploy-copy.md"), "duplicate") in _states(dry)
+
+
+def test_a_dry_run_after_a_rejection_says_suppressed_and_duplicate_as_the_next_pass_does(make_store, make_app, clock):
+    """With a database, a dry run reads it: a rejected change is suppressed and an open one a duplicate, as the recorded pass after it says."""
+    from daemon.service.proposals import decide
+
+    model = FakeModel()
+    for _ in range(3):
+        model.enqueue(json.dumps({"v": 1, "proposals": []}))
+    files = {"deploy.md": DEPLOYS, "deploy-copy.md": DEPLOYS, "fonts.md": FONTS, "fonts-copy.md": FONTS}
+    root, app, store = _setup(make_store, make_app, model, **files)
+    first = run_pass(app, store)
+    assert len(first.outcomes) == 2
+    decide(app, first.outcomes[0].id, "reject", "not these")
+    (root / "palette.md").write_text("# Palette\nButtons use the darker teal.\n")
+    clock.advance(days=1)
+    dry = run_pass(app, store, dry_run=True)
+    recorded = run_pass(app, store)
+    assert _states(dry) == _states(recorded)
+    assert sorted(state for *_, state in _states(dry)) == ["duplicate", "suppressed"]

@@ -1,13 +1,14 @@
 """One consolidation pass over one store: scan, plan, validate, record. It never writes a store.
 
-``run_pass(app, store, dry_run=True)`` does the same work and writes nothing at all: the
-database is opened immutable (or not at all) and no event, blob or pass is recorded.
+``run_pass(app, store, dry_run=True)`` does the same planning (``_propose``) and writes
+nothing at all: its proposals go to a sink that keeps nothing (``sinks.Discarding``) instead
+of the database (``sinks.Recording``), which is opened immutable, or not at all; no event,
+blob or pass is recorded.
 """
 
 from __future__ import annotations
 
 import dataclasses
-
 import datetime as dt
 import itertools
 from collections.abc import Callable, Iterator
@@ -20,19 +21,19 @@ from daemon.config import StoreConfig
 from daemon.core.errors import MissingKeyError, PlannerError
 from daemon.core.proposals import OPEN, PENDING
 from daemon.db import repo
+from daemon.service.apply import record_external_changes, recover
 from daemon.service.context import App
-from daemon.service.passes.findings import findings
 from daemon.service.holders import this_holder
 from daemon.service.leases import PASS_LEASE_TTL, StoreBusyError, holding_store
-from daemon.service.passes.orphans import close_dead_passes
+from daemon.service.passes.coverage import Ledger
+from daemon.service.passes.findings import findings
 from daemon.service.passes.notify import notify_waiting
-from daemon.service.passes.report import Outcome, PassReport, fingerprint_of, model_unfinished
-from daemon.service.apply import record_external_changes, recover
-from daemon.service.proposals import mark_stale
-from daemon.service.passes.storing import Prior, store_planned
+from daemon.service.passes.orphans import close_dead_passes
+from daemon.service.passes.report import PassReport, fingerprint_of, model_unfinished
+from daemon.service.passes.sinks import Discarding, Recording, Sink
 from daemon.service.passes.timecaps import TIME_CAP, Caps, read_links, read_notes
+from daemon.service.proposals import mark_stale
 from daemon.service.workspace import Observed, claim_store, glance, observe, read_whole, registered_roots, remember_stats, roots_of
-
 from daemon.stores.scan import Skipped
 
 if TYPE_CHECKING:  # planning, proposing and deciding are imported by the passes that do them
@@ -50,11 +51,6 @@ Progress = Callable[[str, int, int], None]
 
 def _unwatched(stage: str, done: int, total: int) -> None:
     """No one watches the pass."""
-
-
-def _remembered(conn: Connection, store_id: int) -> tuple[dict[str, str], frozenset[str]]:
-    """What earlier decisions tell the planner: retired values, rejected changes."""
-    return repo.value_tombstones(conn, store_id), repo.rejected_changes(conn, store_id)
 
 
 def _caps(app: App) -> Caps:
@@ -191,7 +187,6 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
         else:
             report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
             report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
-            remembered = _remembered(conn, store_id)
         remember_stats(conn, store_id, scan, seen)  # with the blobs: every row's bytes are stored
     if skip:
         if store.policy is not None:  # a spent budget may have renewed since: decide what was held
@@ -199,28 +194,14 @@ def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now
             with app.engine().begin() as conn:
                 repo.finish_pass(conn, store_id, pass_id, stats=report.stats)
         return report
-    observed = _read_within(observed, caps, report, progress)
-    report.findings = findings(store, observed.view)
-    _store_all(app, store, store_id, pass_id, _plan(app, store, observed, now, remembered, caps, progress), report, now)
-    if store.llm is not None and not caps.expired("asking the model"):
-        from daemon.db.ledger import ledger_rows
-        from daemon.service.passes.coverage import Ledger
-        from daemon.service.passes.llm_pass import plan_with_model, record_calls, record_ledger
-        from daemon.service.passes.proposing import make_proposals, refused_planned
-
-        with app.engine().connect() as conn:
-            ledger = Ledger.of(ledger_rows(conn, store_id))
-        llm = plan_with_model(app, store, observed.view, now, ledger.due(observed.view), ledger)
-        report.llm = llm.stats()
-        with app.engine().begin() as conn:
-            record_calls(conn, store_id, pass_id, llm.calls, now)
-            record_ledger(conn, store_id, pass_id, ledger, observed.view, llm, now)
-            report.outcomes += store_planned(app, conn, store_id, pass_id, [refused_planned(r, observed.view) for r in llm.refusals], now)
-        if llm.error:
+    sink = Recording(app, store_id, pass_id, now, store.settings.index_path)
+    try:
+        observed = _propose(app, store, observed, now, sink, caps, progress, report)
+    except PlannerError:
+        if report.llm and report.llm.get("error"):
             with app.engine().begin() as conn:  # kept on the failed pass: what was sent counts next time
                 repo.finish_pass(conn, store_id, pass_id, root_hash=scan.root_hash, planner=fingerprint, stats=report.stats)
-            raise PlannerError(f"the model part of the pass failed: {llm.error}")
-        _store_all(app, store, store_id, pass_id, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report, now)
+        raise
     if store.policy is not None:
         _decide(app, store, store_id, report)
         _final_states(app, store_id, report)
@@ -253,11 +234,31 @@ def _decide(app: App, store: StoreConfig, store_id: int, report: PassReport) -> 
     report.policy = decide_by_policy(app, store, store_id, pending).stats()
 
 
-def _store_all(app: App, store: StoreConfig, store_id: int, pass_id: int, planned: Iterator[Planned], report: PassReport, now: dt.datetime) -> None:
-    index = store.settings.index_path
+def _propose(app: App, store: StoreConfig, observed: Observed, now: dt.datetime, sink: Sink, caps: Caps, progress: Progress, report: PassReport) -> Observed:
+    """The planning every pass does, recorded or dry: the notes read within their caps, the
+    findings, the detectors' proposals, then the model's, each batch handed to ``sink``."""
+    from daemon.service.passes.llm_pass import plan_with_model
+    from daemon.service.passes.proposing import make_proposals, refused_planned
+
+    observed = _read_within(observed, caps, report, progress)
+    report.findings = findings(store, observed.view)
+    _keep_all(sink, _plan(app, store, observed, now, sink.remembered(), caps, progress), report)
+    if store.llm is None or caps.expired("asking the model"):
+        return observed
+    ledger = sink.ledger()
+    llm = plan_with_model(app, store, observed.view, now, ledger.due(observed.view), ledger)
+    report.llm = llm.stats()
+    report.outcomes += sink.model_answered(ledger, observed.view, llm, [refused_planned(r, observed.view) for r in llm.refusals])
+    if llm.error:
+        raise PlannerError(f"the model part of the pass failed: {llm.error}")
+    _keep_all(sink, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report)
+    return observed
+
+
+def _keep_all(sink: Sink, planned: Iterator[Planned], report: PassReport) -> None:
+    """``planned`` into ``sink`` a batch at a time: bounded memory, short write locks."""
     while batch := list(itertools.islice(planned, STORE_BATCH)):
-        with app.engine().begin() as conn:
-            report.outcomes += store_planned(app, conn, store_id, pass_id, batch, now, index=index)
+        report.outcomes += sink.keep(batch)
 
 
 def _record_snapshot(app: App, conn: Connection, store_id: int, pass_id: int, scan, now: dt.datetime) -> dict[str, list[str]]:  # noqa: ANN001
@@ -308,7 +309,8 @@ def _mark_stale(app: App, conn: Connection, store: StoreConfig, store_id: int, m
 
 
 def _dry_run(app: App, store: StoreConfig, now: dt.datetime, progress: Progress) -> PassReport:
-    """Everything a pass would propose, from a read-only look at the database.
+    """Everything a pass would propose, through the same planning with a sink that keeps
+    nothing (``sinks.Discarding``), reading the database immutable when there is one.
 
     With a model configured the model is called too (a dry run shows everything), but
     nothing is recorded: not the proposals, not the calls.
@@ -318,57 +320,16 @@ def _dry_run(app: App, store: StoreConfig, now: dt.datetime, progress: Progress)
     engine = app.read_only_engine()
     caps = _caps(app)
     try:
+        store_id = None
+        if engine is not None:
+            with engine.connect() as conn:
+                row = repo.find_store(conn, store.name)
+                store_id = row.id if row else None
+        carried = app.ledgers.setdefault(store.name, Ledger()) if app.ledgers is not None else None
         with caps.timing():
-            observed = _read_within(observed, caps, report, progress)
-            report.findings = findings(store, observed.view)
-            _dry_plan(app, store, now, observed, report, engine, caps, progress)
+            _propose(app, store, observed, now, Discarding(engine.connect if engine else None, store_id, carried), caps, progress, report)
     finally:
         if engine is not None:
             engine.dispose()
     report.capped = caps.capped_at
     return report
-
-
-def _dry_plan(app: App, store: StoreConfig, now: dt.datetime, observed: Observed, report: PassReport, engine: Any, caps: Caps, progress: Progress) -> None:
-    """The dry run's planning, duplicate and suppression marks read through ``engine``."""
-    from daemon.service.passes.coverage import Ledger
-
-    remembered: tuple[dict[str, str], frozenset[str]] = ({}, frozenset())
-    store_row = None
-    ledger = app.ledgers.setdefault(store.name, Ledger()) if app.ledgers is not None else None
-    changed = ledger.due(observed.view) if ledger is not None else set(observed.view.notes)
-    if engine is not None:
-        from daemon.db.ledger import ledger_rows
-
-        with engine.connect() as conn:
-            store_row = repo.find_store(conn, store.name)
-            if store_row:
-                remembered = _remembered(conn, store_row.id)
-                if ledger is None:
-                    ledger = Ledger.of(ledger_rows(conn, store_row.id))
-                    changed = ledger.due(observed.view)
-    planned: Iterator[Planned] = _plan(app, store, observed, now, remembered, caps, progress)
-    if store.llm is not None and not caps.expired("asking the model"):
-        from daemon.service.passes.llm_pass import plan_with_model, take_in
-        from daemon.service.passes.proposing import make_proposals, refused_planned
-
-        llm = plan_with_model(app, store, observed.view, now, changed, ledger or Ledger())
-        report.llm = llm.stats()
-        if app.ledgers is not None and ledger is not None:  # a run of dry passes carries what it showed
-            take_in(ledger, observed.view, llm)
-        if llm.error:
-            raise PlannerError(f"the model part of the pass failed: {llm.error}")
-        model_items = [refused_planned(r, observed.view) for r in llm.refusals]
-        planned = itertools.chain(planned, model_items, make_proposals(llm.drafts, observed.view, now, STORE_BATCH))
-    if engine is None or store_row is None:
-        report.outcomes += [Outcome(item.slim(), item.state, note=item.reason) for item in planned]
-        return
-    with engine.connect() as conn:
-        while batch := list(itertools.islice(planned, STORE_BATCH)):
-            prior = Prior.read(conn, store_row.id, batch)
-            for item in batch:
-                state, existing, note = prior.known(item)
-                report.outcomes.append(Outcome(item.slim(), state, existing, note))
-
-
-
