@@ -83,7 +83,7 @@ def test_a_room_of_the_service_is_entered_only_through_its_face(room):
 @pytest.mark.parametrize("room", (*ROOMS, "evaluation"))
 def test_a_face_offers_what_its_modules_define_and_no_name_of_a_module(room):
     """Every offered name resolves; none is also a module of the room (an imported module would shadow the name)."""
-    package = f"daemon.evaluation" if room == "evaluation" else f"daemon.service.{room}"
+    package = "daemon.evaluation" if room == "evaluation" else f"daemon.service.{room}"
     face = importlib.import_module(package)
     modules = {p.stem for p in (PACKAGE / package.split(".", 1)[1].replace(".", "/")).glob("*.py")}
     assert [n for n in dir(face) if n in modules] == []

@@ -93,7 +93,7 @@ def test_a_missing_model_key_is_one_line_before_the_pass_starts(tmp_path, exampl
     pass recorded and no detector run (it was a failed model call after the whole pass)."""
     monkeypatch.delenv("DREAMD_TEST_UNSET_KEY", raising=False)
     config = tmp_path / "dreamd.toml"
-    config.write_text(f'[llm]\nmodel = "openai/gpt-4o-mini"\napi_key_env = "DREAMD_TEST_UNSET_KEY"\n' + STORE.format(store=example_store))
+    config.write_text('[llm]\nmodel = "openai/gpt-4o-mini"\napi_key_env = "DREAMD_TEST_UNSET_KEY"\n' + STORE.format(store=example_store))
     done = cli("--config", str(config), "pass", "notes")
     assert (done.code, done.out) == (2, "")
     assert done.err == ("error[model-key]: store notes: model openai/gpt-4o-mini: the environment variable DREAMD_TEST_UNSET_KEY (api_key_env) "

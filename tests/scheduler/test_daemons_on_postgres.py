@@ -5,7 +5,6 @@ Two hosts are two state directories here (each host keeps its own), on this one 
 
 from __future__ import annotations
 
-from daemon.db import repo
 from daemon.db import schema as t
 from daemon.db.engine import open_engine
 
@@ -71,4 +70,4 @@ def test_a_second_daemon_of_the_database_on_one_host_is_refused(pg_url, tmp_path
 
 def _completed(engine):
     with engine.connect() as conn:
-        return [p for p in conn.execute(repo.t.passes.select()) if p.status == "completed"]
+        return [p for p in conn.execute(t.passes.select()) if p.status == "completed"]

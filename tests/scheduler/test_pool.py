@@ -138,7 +138,6 @@ def test_idle_workers_are_let_go(tmp_path, make_store, db_url):
 
 def test_the_daemon_passes_several_stores_in_one_worker(tmp_path, make_store, db_url):
     """Three stores, one pass at a time: every pass completes, and one worker process ran them all."""
-    from daemon.db import repo
     from daemon.db import schema as t
     from daemon.db.engine import open_engine
 

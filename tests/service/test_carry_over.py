@@ -5,7 +5,6 @@ other difference leaves the new proposal for a person."""
 from __future__ import annotations
 
 from daemon.config import adhoc_store
-from daemon.db import repo
 from daemon.db import schema as t
 from daemon.service.apply.applying import apply
 from daemon.service.review.audit import event_log

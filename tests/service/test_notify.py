@@ -4,7 +4,6 @@ arguments and JSON on stdin; never on a dry run, never failing the pass."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap

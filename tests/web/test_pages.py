@@ -8,7 +8,7 @@ import html
 import json
 import re
 
-from daemon.config import adhoc_store, parse_config
+from daemon.config import parse_config
 from daemon.core.diffview import FOLD_AFTER, parse
 from daemon.core.proposals import read_lines
 from daemon.llm.fakes import FakeModel

@@ -7,7 +7,7 @@ import random
 from daemon.planners.llm.candidates import MAX_GROUP, STATUS, is_private, select
 
 from ..factory import note, prose, view
-from .store import excluded, store, tokens
+from .store import excluded, store
 
 ALL = {"notes/build.md", "notes/build-howto.md", "status/week-10-next.md", "status/week-10-complete.md", "notes/fonts.md", "notes/private.md", "vendor/excluded.md"}
 

@@ -13,7 +13,7 @@ from daemon.core.validate import refusal
 from daemon.llm.base import ModelSettings
 from daemon.llm.fakes import FakeModel
 from daemon.planners.llm.planner import LLMPlanner
-from daemon.planners.llm.prompts import PromptBatch, load_templates
+from daemon.planners.llm.prompts import load_templates
 from daemon.planners.llm.schema import reply_json_schema
 
 from ..factory import note
