@@ -26,6 +26,18 @@ T0 = dt.datetime(2025, 3, 1, 12, 0, 0, tzinfo=dt.timezone.utc)  # before the rea
 FILE_MTIME_NS = 1_700_000_000 * 10**9  # every fixture file gets this mtime, so survivor choice is deterministic
 
 
+# Under pytest-xdist (pyproject's addopts), the tests that share one expensive thing per session
+# run on one worker: a booted systemd (tests/systemd/), a local model server (tests/e2e/).
+XDIST_GROUPS = {"systemd": "systemd", "e2e": "local-model"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        folder = Path(str(item.fspath)).parent.name
+        if folder in XDIST_GROUPS:
+            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[folder]))
+
+
 @pytest.fixture(autouse=True)
 def hermetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """No test reads or writes a real user's state, config or database."""

@@ -14,7 +14,7 @@ ASKING = ("CI", "DREAMD_TEST_SYSTEMD", "DREAMD_TEST_SYSTEMD_REQUIRED")
 
 def _run(*tests: str, **env: str) -> subprocess.CompletedProcess[str]:
     plain = {k: v for k, v in os.environ.items() if k not in ASKING}
-    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *tests], cwd=HERE.parents[1],
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-n0", "-rs", "-p", "no:cacheprovider", *tests], cwd=HERE.parents[1],
                           env={**plain, **env}, capture_output=True, text=True, timeout=300)  # fmt: skip
 
 
