@@ -31,11 +31,21 @@ FILE_MTIME_NS = 1_700_000_000 * 10**9  # every fixture file gets this mtime, so 
 XDIST_GROUPS = {"systemd": "systemd", "e2e": "local-model"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        folder = Path(str(item.fspath)).parent.name
-        if folder in XDIST_GROUPS:
-            item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[folder]))
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Marked as each is collected: xdist reads the groups in a collection hook of its own."""
+    folder = Path(str(item.fspath)).parent.name
+    if folder in XDIST_GROUPS:
+        item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[folder]))
+
+
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    """The run stops when xdist did not take the groups into the node ids: each group would be
+    spread over the workers (pytest 9.2 ignores the ids xdist 3.8 writes; see pyproject.toml)."""
+    if node.config.getvalue("dist") != "loadgroup":  # type: ignore[attr-defined]
+        return
+    lost = [i for i in ids if i.split("/")[1:2] and i.split("/")[1] in XDIST_GROUPS and "@" not in i]
+    if lost:
+        pytest.exit(f"pytest-xdist did not group {len(lost)} tests (e.g. {lost[0]}): see the pytest pin in pyproject.toml", returncode=3)
 
 
 @pytest.fixture(autouse=True)
