@@ -27,15 +27,20 @@ FILE_MTIME_NS = 1_700_000_000 * 10**9  # every fixture file gets this mtime, so 
 
 
 # Under pytest-xdist (pyproject's addopts), the tests that share one expensive thing per session
-# run on one worker: a booted systemd (tests/systemd/), a local model server (tests/e2e/).
-XDIST_GROUPS = {"systemd": "systemd", "e2e": "local-model"}
+# or module run on one worker, in their order: a booted systemd, a local model server, one
+# browser over one served site whose tests build on each other's decisions.
+XDIST_GROUPS = {"tests/systemd/": "systemd", "tests/e2e/": "local-model", "tests/web/test_web_browser.py": "browser"}
+
+
+def _group_of(nodeid: str) -> str | None:
+    return next((group for prefix, group in XDIST_GROUPS.items() if nodeid.startswith(prefix)), None)
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Marked as each is collected: xdist reads the groups in a collection hook of its own."""
-    folder = Path(str(item.fspath)).parent.name
-    if folder in XDIST_GROUPS:
-        item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[folder]))
+    group = _group_of(item.nodeid)
+    if group is not None:
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
@@ -43,7 +48,7 @@ def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
     spread over the workers (pytest 9.2 ignores the ids xdist 3.8 writes; see pyproject.toml)."""
     if node.config.getvalue("dist") != "loadgroup":  # type: ignore[attr-defined]
         return
-    lost = [i for i in ids if i.split("/")[1:2] and i.split("/")[1] in XDIST_GROUPS and "@" not in i]
+    lost = [i for i in ids if _group_of(i) is not None and "@" not in i]
     if lost:
         pytest.exit(f"pytest-xdist did not group {len(lost)} tests (e.g. {lost[0]}): see the pytest pin in pyproject.toml", returncode=3)
 
