@@ -10,7 +10,7 @@ microsecond per call):
   BLAKE3-hashes every file there) and ``read_whole`` (the view; reading again only files the
   cache vouched for); scan_store inside,
 - detectors: ``run_detectors`` (parses frontmatter lazily), each detector's ``detect`` inside,
-- proposals: ``make_proposals`` (build files, validate, one git diff per batch of 50,
+- proposals: ``make_proposals`` (build files, validate, one git diff per batch of 25,
   verify, change key), with ``build``, ``unified_diffs``, ``verify`` and ``key_of`` inside,
 - the rest of the wall time is the database work: snapshot, blobs, proposals, events.
 
