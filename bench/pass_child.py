@@ -10,7 +10,7 @@ microsecond per call):
   BLAKE3-hashes every file there) and ``read_whole`` (the view; reading again only files the
   cache vouched for); scan_store inside,
 - detectors: ``run_detectors`` (parses frontmatter lazily), each detector's ``detect`` inside,
-- proposals: ``make_proposals`` (build files, validate, one git diff per batch of 50,
+- proposals: ``make_proposals`` (build files, validate, one git diff per batch of 25,
   verify, change key), with ``build``, ``unified_diffs``, ``verify`` and ``key_of`` inside,
 - the rest of the wall time is the database work: snapshot, blobs, proposals, events.
 
@@ -36,6 +36,7 @@ import daemon.db.engine as engine_module  # noqa: E402
 import daemon.planners.base as planners  # noqa: E402
 import daemon.service.passes.run as passes  # noqa: E402
 import daemon.service.passes.proposing as proposing  # noqa: E402
+import daemon.service.passes.sinks as sinks  # noqa: E402
 import daemon.service.workspace as workspace  # noqa: E402
 import daemon.stores.port as port  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402
@@ -81,7 +82,7 @@ def instrument() -> Timers:
     timers.wrap(proposing, "_prepare", "proposals")  # proposals are built one after another
     timers.wrap(proposing, "_finish", "proposals")
     timers.wrap(passes, "_record_snapshot", "db_snapshot")
-    timers.wrap(passes, "store_planned", "db_proposals")
+    timers.wrap(sinks, "store_planned", "db_proposals")  # the recording sink stores each batch
     for name in ("build", "unified_diffs", "verify", "key_of"):
         timers.wrap(proposing, name, name)
     return timers

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -33,16 +33,22 @@ class Split:
     """A note's bytes cut into frontmatter block and body.
 
     ``header`` is everything from the opening ``---`` through the closing line (empty when
-    the note has none); ``inner`` is the YAML between the fences.
+    the note has none); ``inner`` is the YAML between the fences. ``whole`` is the note's
+    bytes, of which the body is what follows the header: cut when asked for, so a note read
+    keeps its body's bytes once (in the note), not twice.
     """
 
     header: bytes
     inner: bytes
-    body: bytes
+    whole: bytes = field(repr=False)
 
     @property
     def has_frontmatter(self) -> bool:
         return bool(self.header)
+
+    @property
+    def body(self) -> bytes:
+        return self.whole[len(self.header) :]  # the whole bytes themselves when there is no header
 
 
 def split(data: bytes) -> Split:
@@ -59,7 +65,7 @@ def split(data: bytes) -> Split:
         end += 2
     elif data[end : end + 1] == b"\n":
         end += 1
-    return Split(data[:end], data[opening.end() : close.start()], data[end:])
+    return Split(data[:end], data[opening.end() : close.start()], data)
 
 
 def parse(inner: bytes) -> dict[str, Any]:

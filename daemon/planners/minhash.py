@@ -13,9 +13,10 @@ seeded, so the same notes give the same candidates on every machine.
 
 from __future__ import annotations
 
+import array
 import hashlib
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -29,54 +30,72 @@ class Shingler:
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._words: dict[str, int] = {}
+        self._words = _WordHashes()
 
     def __call__(self, text: str) -> np.ndarray:
-        words = text.split()
-        self._learn(words)
-        hashes = np.fromiter(map(self._words.__getitem__, words), dtype=np.uint64, count=len(words))
-        width = min(self.size, len(words))  # a text shorter than one shingle is one shingle
-        count = len(words) - width + 1 if words else 0
-        shingles = np.zeros(count, dtype=np.uint64)
-        for j in range(width):
-            shingles *= _POLY
-            shingles += hashes[j : j + count]
-        unique: np.ndarray = np.unique(shingles)
-        return unique
+        return self.many((text,))[0]
 
     def many(self, texts: Iterable[str], chunk: int = 2000) -> list[np.ndarray]:
-        """``[self(t) for t in texts]``, the same arrays, with the hashing and the shingles of
-        ``chunk`` texts at a time computed over all their words at once: per text, only the
-        split and the final sort are left (a store's notes are many short texts)."""
+        """``[self(t) for t in texts]``, with the shingles of ``chunk`` texts at a time computed
+        over all their words at once: per text, only the split, the words' hashes looked up
+        (into one flat array: no list of words outlives its text) and the final sort are left
+        (a store's notes are many short texts)."""
         out: list[np.ndarray] = []
         for batch in _batches(texts, chunk):
-            out += self._batch([text.split() for text in batch])
+            out += self._batch(batch)
         return out
 
-    def _batch(self, word_lists: list[list[str]]) -> list[np.ndarray]:
-        for words in word_lists:
-            self._learn(words)
-        lengths = [len(words) for words in word_lists]
-        total = sum(lengths)
-        hashes = np.fromiter(map(self._words.__getitem__, itertools.chain.from_iterable(word_lists)), dtype=np.uint64, count=total)
-        count = max(total - self.size + 1, 0)
-        rolling = np.zeros(count, dtype=np.uint64)  # the shingle starting at every word of the batch
-        for j in range(self.size if count else 0):
-            rolling *= _POLY
-            rolling += hashes[j : j + count]
+    def _batch(self, texts: Sequence[str]) -> list[np.ndarray]:
+        flat = array.array("Q")  # every word's hash, text after text
+        lengths = []
+        for text in texts:
+            words = text.split()
+            flat.extend(map(self._words.__getitem__, words))  # a new word is hashed on its first lookup
+            lengths.append(len(words))
+        hashes = np.frombuffer(flat, dtype=np.uint64) if flat else np.zeros(0, dtype=np.uint64)
+        rolling = _rolling(hashes, self.size)  # the shingle starting at every word of the batch
         out: list[np.ndarray] = []
         start = 0
-        for words, length in zip(word_lists, lengths, strict=True):
+        for length in lengths:
             if length >= self.size:  # only the shingles that start and end inside this text
-                out.append(np.unique(rolling[start : start + length - self.size + 1]))
-            else:
-                out.append(self(" ".join(words)))  # shorter than one shingle: one shingle of it all
+                out.append(_unique(rolling[start : start + length - self.size + 1]))
+            else:  # shorter than one shingle: one shingle of it all (none of no words)
+                out.append(_unique(_rolling(hashes[start : start + length], length)))
             start += length
         return out
 
-    def _learn(self, words: list[str]) -> None:
-        for word in set(words).difference(self._words):
-            self._words[word] = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+class _WordHashes(dict[str, int]):
+    """Each word's hash (BLAKE2b, 8 bytes), made the first time the word is looked up: a
+    lookup stays the dictionary's own, in C, for every word seen before."""
+
+    def __missing__(self, word: str) -> int:
+        value = self[word] = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        return value
+
+
+def _rolling(hashes: np.ndarray, width: int) -> np.ndarray:
+    """The hash of the ``width`` words starting at each word that has as many after it: a
+    polynomial of their hashes (modulo 2**64, so word order counts)."""
+    count = max(len(hashes) - width + 1, 0) if len(hashes) else 0
+    shingles = np.zeros(count, dtype=np.uint64)
+    for j in range(width if count else 0):
+        shingles *= _POLY
+        shingles += hashes[j : j + count]
+    return shingles
+
+
+def _unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)``: sorted, each value once. Sorting and dropping repeats is several
+    times faster than numpy's own on a note's few hundred shingles (which hashes them first)."""
+    ordered = np.sort(values)
+    if ordered.size < 2:
+        return ordered
+    keep = np.empty(ordered.size, dtype=bool)
+    keep[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
+    return ordered[keep]
 
 
 def _batches(items: Iterable[str], size: int) -> Iterator[tuple[str, ...]]:
@@ -97,9 +116,9 @@ class MinHasher:
     def signature(self, shingles: np.ndarray) -> np.ndarray:
         """Minimum of each permutation over the shingles (shape ``(num_perm,)``)."""
         values = np.multiply.outer(self.a, shingles)  # wraps modulo 2**64, as intended
-        values += self.b
-        values >>= _SHIFT  # in place: no temporaries
+        values += self.b  # in place: no temporaries
         minima: np.ndarray = values.min(axis=1)
+        minima >>= _SHIFT  # the top 32 bits of the least value are the least top 32 bits
         return minima
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import posixpath
 import re
+import weakref
 from dataclasses import dataclass
 
 from daemon.core.links import Names, Reference, fold
@@ -51,6 +52,16 @@ class Targets:
             if title:
                 self._titles.setdefault(fold(title), []).append(note.path)
 
+    @classmethod
+    def of_view(cls, view: StoreView) -> Targets:
+        """The targets of ``view``, built once however many detectors and findings ask (a pass
+        asks four times, over the same view): the last view's are kept while it lives."""
+        global _last  # noqa: PLW0603 - one view's tables, let go with the view
+        last = _last
+        if last is None or last[0]() is not view:
+            last = _last = (weakref.ref(view, _forget), cls(view))
+        return last[1]
+
     def of(self, ref: Reference) -> Near | None:
         """The near misses of a reference (None: its syntax names no note by name or path)."""
         if ref.syntax in (MARKDOWN, MEM) and ref.named:
@@ -81,6 +92,16 @@ class Targets:
             found = dict.fromkeys(self._stems.get(fold(posixpath.basename(bare)), ()))
         looked = f"a note named or titled {bare!r}, in any folder or case, with {SEPARATORS} for one another, with or without .md"
         return Near(tuple(sorted(found)), looked)
+
+
+_last: tuple[weakref.ref[StoreView], Targets] | None = None
+
+
+def _forget(gone: weakref.ref[StoreView]) -> None:
+    """The view of the kept targets is gone: so are they."""
+    global _last  # noqa: PLW0603
+    if _last is not None and _last[0] is gone:
+        _last = None
 
 
 def how(ref: Reference, new: str, names: Names) -> str:

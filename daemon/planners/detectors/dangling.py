@@ -87,7 +87,7 @@ def _judged(view: StoreView, retiring: frozenset[str]) -> Iterator[tuple[Referen
     """Every reference landing on no live note, with what it becomes (a Fix), or the notes it
     could mean (a Near of several); references dreamd leaves alone are not given."""
     replaced, retired = _replacements(view)
-    targets = Targets(view)
+    targets = Targets.of_view(view)
     for _, refs in sorted(view.references.items()):
         for ref in refs:
             if ref.target is not None and view.is_live(ref.target):

@@ -178,7 +178,7 @@ def _found(view: StoreView, retiring: frozenset[str], missing: list[str], unlist
     if view.index is None or view.index.format != LINKS:
         found.nowhere.update({path: path for path in missing})
         return found
-    targets = Targets(view)
+    targets = Targets.of_view(view)
     for path in missing:
         near = targets.of_path(path)
         note = near.unique
@@ -203,7 +203,7 @@ def ambiguous_entries(view: StoreView) -> list[tuple[str, tuple[str, ...]]]:
     if view.index is None or view.index.format != LINKS or view.index_note is None:
         return []
     present = set(view.notes) | set(view.other_files)
-    targets = Targets(view)
+    targets = Targets.of_view(view)
     found = ((path, targets.of_path(path).candidates) for path in sorted(view.listed()) if path not in present)
     return [(path, candidates) for path, candidates in found if len(candidates) > 1]
 

@@ -98,12 +98,14 @@ def _refused(built: _Built, exc: Exception) -> Planned:
     return Planned(built.draft, built.change, "", built.fallback_key, REFUSED, f"diff check failed: {exc}")
 
 
-def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, batch: int = 50) -> Iterator[Planned]:
-    """``make_proposal`` for each draft, in order, a batch at a time: the diffs of a batch
-    come from one git process (diffs/git.py unified_diffs), not one each, made on a thread
-    while the next batch is built (git works while Python builds); a batch git refuses is
-    diffed again proposal by proposal, so one bad change refuses only itself. Batches keep
-    memory bounded: only two batches' bytes are alive at once.
+def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, batch: int = 25) -> Iterator[Planned]:
+    """``make_proposal`` for each draft, in order, a batch at a time, each as a sink stores it
+    (``Planned.slim``: hashes and diff, no file bytes): the diffs of a batch come from one git
+    process (diffs/git.py unified_diffs), not one each, made on a thread while the next batch
+    is built (git works while Python builds); a batch git refuses is diffed again proposal by
+    proposal, so one bad change refuses only itself. Batches keep memory bounded: only two
+    batches' bytes are alive at once, and a proposal's go as soon as it is finished (on a
+    store whose index is 1 MB, every proposal's result holds a new 1 MB index).
     """
     drafts = iter(drafts)
     waiting: tuple[list[Planned | _Built], Future[dict[int, str]]] | None = None
@@ -127,14 +129,18 @@ def _diffs(built: list[_Built]) -> dict[int, str]:
 
 
 def _finished(prepared: list[Planned | _Built], diffs: Future[dict[int, str]], view: StoreView) -> Iterator[Planned]:
+    """The batch's proposals in order, slim; each one's bytes are let go (taken out of
+    ``prepared``) once it is finished, not when the whole batch is."""
     made = diffs.result()
-    for item in prepared:
+    prepared.reverse()
+    while prepared:
+        item = prepared.pop()
         if isinstance(item, Planned):
-            yield item
+            yield item.slim()
         elif id(item) in made:
-            yield _finish(item, made[id(item)], view)
+            yield _finish(item, made.pop(id(item)), view).slim()
         else:
-            yield _diffed_alone(item, view)
+            yield _diffed_alone(item, view).slim()
 
 
 def refused_planned(refusal: Any, view: StoreView) -> Planned:

@@ -87,7 +87,7 @@ def _plan(app: App, store: StoreConfig, observed: Observed, now: dt.datetime, re
         return found if done else None
 
     drafts = run_detectors(ctx, guard=guarded)
-    return _until_out_of_time(make_proposals(drafts, observed.view, now, STORE_BATCH), caps, lambda done: progress("proposing", done, len(drafts)))
+    return _until_out_of_time(make_proposals(drafts, observed.view, now), caps, lambda done: progress("proposing", done, len(drafts)))
 
 
 def _until_out_of_time(planned: Iterator[Planned], caps: Caps, made: Callable[[int], None]) -> Iterator[Planned]:
@@ -251,7 +251,7 @@ def _propose(app: App, store: StoreConfig, observed: Observed, now: dt.datetime,
     report.outcomes += sink.model_answered(ledger, observed.view, llm, [refused_planned(r, observed.view) for r in llm.refusals])
     if llm.error:
         raise PlannerError(f"the model part of the pass failed: {llm.error}")
-    _keep_all(sink, make_proposals(llm.drafts, observed.view, now, STORE_BATCH), report)
+    _keep_all(sink, make_proposals(llm.drafts, observed.view, now), report)
     return observed
 
 

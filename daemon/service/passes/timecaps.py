@@ -132,7 +132,10 @@ def read_notes(view: StoreView, caps: Caps, progress: Callable[[int, int], None]
 
 
 def _read(note: Note) -> None:
-    _ = note.meta, note.body, note.lines, note.normalised_body, note.value_hash, note.title, note.description
+    """What every detector reads of every note. Its lines are not among them: only the notes
+    quoted as evidence are split into lines (a store's every line, kept, was the largest part
+    of what a pass held)."""
+    _ = note.meta, note.body, note.normalised_body, note.value_hash, note.title, note.description
 
 
 def read_links(view: StoreView, caps: Caps) -> bool:
