@@ -9,19 +9,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tomllib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from daemon.core.errors import ConfigError
 from daemon.core.spelling import did_you_mean
-from daemon.llm.base import ModelSettings
 from daemon.planners.settings import DetectorSettings
 from daemon.schedules import Schedule, parse_schedule
 from daemon.stores.paths import archive_name
 from daemon.stores.presets import StoreSettings, resolve_settings
+
+if TYPE_CHECKING:  # a config with an [llm] table imports it (_parse_llm); one without never needs it
+    from daemon.llm.base import ModelSettings
 
 _TOP_KEYS = {"db", "stores", "planner", "llm", "limits", "notify"}
 _STORE_KEYS = {"name", "path", "preset", "settings", "llm", "policy", "apply", "every", "cron", "jitter", "workspace"}
@@ -153,6 +154,8 @@ def read_config_text(file: Path) -> str:
 
 def config_from_text(text: str, file: Path) -> Config:
     """A config from TOML text read earlier from ``file`` (relative paths resolve beside it)."""
+    import tomllib  # here, not at the top: a command with no config file never parses TOML
+
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -297,6 +300,8 @@ def _parse_llm(raw: dict[str, Any], where: str, base: Path) -> ModelSettings:
         values["prompt_dir"] = str((base / Path(values["prompt_dir"]).expanduser()).resolve())
     if not isinstance(raw.get("exclude", []), list) or not all(isinstance(g, str) for g in raw.get("exclude", [])):
         raise ConfigError(f"{where}: llm.exclude must be a list of glob strings")
+    from daemon.llm.base import ModelSettings
+
     return ModelSettings(**values)
 
 

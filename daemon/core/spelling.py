@@ -3,7 +3,6 @@ a preset, a policy, a store. Messages suggest it; nothing is ever guessed into e
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 CUTOFF = 0.6  # difflib's ratio below which a name is too far to suggest ('polcy' -> 'policy' is 0.91)
@@ -11,6 +10,8 @@ CUTOFF = 0.6  # difflib's ratio below which a name is too far to suggest ('polcy
 
 def nearest(word: str, names: Iterable[str]) -> str | None:
     """The one of ``names`` closest to ``word`` (case aside), or None when none is close."""
+    import difflib  # only when a message is shown: a command that finds every name pays nothing for it
+
     by_fold = {name.casefold(): name for name in names}
     found = difflib.get_close_matches(word.casefold(), list(by_fold), n=1, cutoff=CUTOFF)
     return by_fold[found[0]] if found else None
