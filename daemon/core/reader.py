@@ -1,7 +1,7 @@
 """How an agent reads its memory folder: the shape of a reader model, and what follows from it.
 
 A preset declares, for its agent, which files the agent lists as notes (``Listing``), its
-index (``daemon.core.index.IndexSpec``: how it is written, how much of it is loaded, its
+index (``daemon.core.index_spec.IndexSpec``: how it is written, how much of it is loaded, its
 sections), and which link syntaxes mean "this note refers to that one". The facts for each agent, with the source each comes from, live in
 ``daemon.stores.readers``; this module only says what those facts mean. Pure: no I/O.
 """
@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import cached_property
 
-from daemon.core.index import IndexSpec
+from daemon.core.index_spec import IndexSpec
 
 # Link syntaxes (see daemon.core.links for how each is found, resolved and rewritten).
 MARKDOWN = "markdown"  # [text](other.md), relative to the linking note's folder

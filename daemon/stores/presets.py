@@ -17,8 +17,8 @@ from functools import cached_property
 from daemon.core.errors import ConfigError, UnsafePathError
 from daemon.core.spelling import did_you_mean
 from daemon.core.globs import matches
-from daemon.core.index import FORMATS as INDEX_FORMATS
-from daemon.core.index import IndexSpec
+from daemon.core.index_spec import FORMATS as INDEX_FORMATS
+from daemon.core.index_spec import IndexSpec
 from daemon.core.reader import ARCHIVE, IN_PLACE, RETIRE_MODES, Listing, ReaderModel
 from daemon.stores import readers
 from daemon.stores.records import dexto

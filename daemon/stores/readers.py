@@ -48,7 +48,7 @@ the tasks convention: github/awesome-copilot instructions/memory-bank.instructio
 
 from __future__ import annotations
 
-from daemon.core.index import BY_STATUS, BY_TYPE, CLINE_TASKS, LINKS, IndexSpec, LoadLimit
+from daemon.core.index_spec import BY_STATUS, BY_TYPE, CLINE_TASKS, LINKS, IndexSpec, LoadLimit
 from daemon.core.reader import MARKDOWN, MEM, TASK_ID, WIKI, Listing, ReaderModel
 
 CLINE_CORE_FILES = (
