@@ -17,8 +17,8 @@ refuses it, callers fall back to a plain rename and say so.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import errno
+import functools
 import os
 from collections.abc import Iterable, Iterator
 
@@ -106,7 +106,12 @@ def _walk_error(rel: str, where: str, exc: OSError) -> StoreError:
     return StoreError(f"cannot reach {rel}: {exc.strerror}")
 
 
+@functools.cache
 def _renameat2() -> object | None:
+    """renameat2 from the C library, looked up on the first rename that needs it (a scan or a
+    no-op pass renames nothing, and loading ctypes costs a command more than a millisecond)."""
+    import ctypes
+
     try:
         function = ctypes.CDLL(None, use_errno=True).renameat2
     except (AttributeError, OSError):
@@ -116,15 +121,15 @@ def _renameat2() -> object | None:
     return function
 
 
-_RENAMEAT2 = _renameat2()
-
-
 def _rename2(src_fd: int, src: str, dst_fd: int, dst: str, flags: int) -> bool:
     """renameat2 with ``flags``; False when this kernel, libc or file system lacks it."""
-    if _RENAMEAT2 is None:
+    function = _renameat2()
+    if function is None:
         return False
-    if _RENAMEAT2(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), flags) == 0:  # type: ignore[operator]
+    if function(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), flags) == 0:  # type: ignore[operator]
         return True
+    import ctypes
+
     code = ctypes.get_errno()
     if code in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
         return False

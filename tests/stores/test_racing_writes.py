@@ -31,7 +31,7 @@ from daemon.stores import files, folders
 from daemon.stores.files import TEMP_MARKER, remove_file, temp_tag, write_atomic
 from daemon.stores.paths import open_roots
 
-pytestmark = pytest.mark.skipif(folders._RENAMEAT2 is None, reason="needs renameat2 (Linux, glibc >= 2.28)")
+pytestmark = pytest.mark.skipif(folders._renameat2() is None, reason="needs renameat2 (Linux, glibc >= 2.28)")
 
 BASE = b"# Deploy\n\nThe port is 8080.\n"
 NEW = b"# Deploy\n\nThe port is 8080 (merged with ports.md).\n"

@@ -19,7 +19,7 @@ from daemon.stores import folders
 from daemon.stores.files import write_atomic
 from daemon.stores.paths import open_roots
 
-pytestmark = pytest.mark.skipif(folders._RENAMEAT2 is None, reason="needs renameat2 (Linux, glibc >= 2.28)")
+pytestmark = pytest.mark.skipif(folders._renameat2() is None, reason="needs renameat2 (Linux, glibc >= 2.28)")
 
 SWAPPER = textwrap.dedent(
     """
