@@ -23,7 +23,6 @@ from pathlib import Path
 
 from daemon.core.errors import StoreError
 from daemon.core.hashing import hash_bytes, root_hash
-from daemon.stores.files import READ_FLAGS, is_temp_name, read_fd, read_file
 from daemon.stores.folders import DIR_FLAGS, open_root
 from daemon.stores.paths import StoreRoots, open_roots
 from daemon.stores.presets import StoreSettings
@@ -61,6 +60,8 @@ class FileEntry:
         if self.read is not None:
             return self.read
         assert self.roots is not None  # an entry is either read or vouched for, with its roots
+        from daemon.stores.files import read_file
+
         data = read_file(self.roots, self.path)
         if data is None or hash_bytes(data) != self.hash:
             raise StoreError(f"{self.path} changed after the scan vouched for it; nothing was planned from it", hint="the next pass reads it again")
@@ -285,7 +286,7 @@ class _Walk:
                 self.skipped.append(Skipped(rel, _OPEN_ERRORS.get(exc.errno, "unreadable")))
         elif not entry.is_file(follow_symlinks=False):
             self.skipped.append(Skipped(rel, "special-file"))
-        elif not is_temp_name(entry.name):
+        elif not _is_temp_name(entry.name):
             result = self.read(fd, entry.name, rel)
             if isinstance(result, FileEntry):
                 target[rel] = result
@@ -345,8 +346,18 @@ def _listing(fd: int) -> list[os.DirEntry[str]]:
         return list(entries)
 
 
+def _is_temp_name(name: str) -> bool:
+    from daemon.stores.files import is_temp_name
+
+    return is_temp_name(name)
+
+
 def _read_entry(folder: int, name: str, rel: str, limit: int) -> FileEntry | Skipped | None:
-    """The file's entry, why it was skipped, or None if it vanished mid-scan."""
+    """The file's entry, why it was skipped, or None if it vanished mid-scan. The write
+    side's module (``stores.files``) is imported by the first file read, not with this one:
+    a pass over an unchanged store reads no file."""
+    from daemon.stores.files import READ_FLAGS, read_fd
+
     try:
         fd = os.open(name, READ_FLAGS, dir_fd=folder)
     except FileNotFoundError:
