@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -115,6 +115,14 @@ class StoreSettings:
         if self.preset.records:
             return path.startswith(dexto.KEY_PREFIX) and self.listing.sees(path)
         return path == self.index_path or (path.endswith(NOTE_SUFFIX) and self.listing.sees(path))
+
+    def notes_among(self, paths: Iterable[str]) -> list[str]:
+        """The paths ``is_note`` takes, in their order, its lookups made once rather than for
+        each path (a scan asks this of every file of the store)."""
+        if self.preset.records:
+            return [path for path in paths if self.is_note(path)]
+        index, sees = self.index_path, self.listing.sees
+        return [path for path in paths if path == index or (path.endswith(NOTE_SUFFIX) and sees(path))]
 
     def is_excluded(self, path: str) -> bool:
         return matches(path, self.exclude)

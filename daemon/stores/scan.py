@@ -146,7 +146,7 @@ def scan_store(root: StoreRoots | Path, settings: StoreSettings, seen: Mapping[s
         roots=roots,
         files=files,
         archived=dict(sorted(walk.archived.items())),
-        notes={path: entry for path, entry in files.items() if settings.is_note(path)},
+        notes={path: files[path] for path in settings.notes_among(files)},
         skipped=sorted(walk.skipped, key=attrgetter("path")),
         started_ns=started_ns,
     )
@@ -176,8 +176,7 @@ def glimpse(roots: StoreRoots, settings: StoreSettings, seen: Mapping[str, tuple
     except _Unvouched:
         return None
     manifest = walk.files | walk.archived
-    is_note = settings.is_note
-    return Glimpse(manifest, sum(1 for path in walk.files if is_note(path)), sorted(walk.skipped, key=attrgetter("path")))  # type: ignore[arg-type]
+    return Glimpse(manifest, len(settings.notes_among(walk.files)), sorted(walk.skipped, key=attrgetter("path")))  # type: ignore[arg-type]
 
 
 @dataclass

@@ -175,3 +175,12 @@ def test_unscoped_index_lists_every_other_note() -> None:
     assert _listed(view, "feedback_tests.md")
     assert not _listed(view, "MEMORY.md")
     assert not resolve_settings("claude-code", {}).is_note("image.png")
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_notes_among_takes_what_is_note_takes(preset: str) -> None:
+    """``notes_among`` (one loop, for a scan) keeps, in order, exactly the paths ``is_note`` takes."""
+    settings = resolve_settings(preset, {})
+    paths = ["MEMORY.md", "a.md", "b.txt", "team/c.md", ".hidden/d.md", "tasks/_index.md", "tasks/TASK001-x.md",
+             "memory-index.md", "memory:item:1", "memory:item:x.md", "x/y/z.md", ".e.md", "image.png", "a.md"]  # fmt: skip
+    assert settings.notes_among(paths) == [path for path in paths if settings.is_note(path)]
