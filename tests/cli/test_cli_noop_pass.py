@@ -97,3 +97,15 @@ def test_the_command_lines_answered_before_click(args, line):
 def test_every_other_command_line_goes_to_the_whole_cli(args):
     """Options this module does not take, a second store, a missing value, help: None."""
     assert parse(args) is None
+
+
+def test_called_in_process_with_a_command_line_it_still_ends_with_system_exit(settled, db_url, db_path, capsys):
+    """Only ``dreamd`` run as a program ends its process at once after a skip; a caller that
+    hands ``main`` a command line gets SystemExit(0), as from every command."""
+    from daemon.cli.entry import main
+
+    with pytest.raises(SystemExit) as ended:
+        main(["--db", db_url, "pass", "--store", str(settled), "--preset", "deepcode"])
+    assert ended.value.code == 0 and capsys.readouterr().out == f"{settled}: unchanged since the last pass; nothing to do\n"
+    with sqlite3.connect(db_path) as conn:
+        assert conn.execute("SELECT status FROM passes ORDER BY id").fetchall() == [("completed",), ("skipped",)]
