@@ -109,3 +109,19 @@ def test_called_in_process_with_a_command_line_it_still_ends_with_system_exit(se
     assert ended.value.code == 0 and capsys.readouterr().out == f"{settled}: unchanged since the last pass; nothing to do\n"
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT status FROM passes ORDER BY id").fetchall() == [("completed",), ("skipped",)]
+
+
+@pytest.mark.parametrize("collecting", [True, False])
+def test_the_garbage_collector_is_left_as_it_was(tmp_path, collecting):
+    """The lane turns the cyclic collector off while it works, and leaves it as it found it,
+    here after stepping aside (no database): the whole CLI then runs with it on."""
+    import gc
+
+    from daemon.cli.noop_pass import answer
+
+    (gc.enable if collecting else gc.disable)()
+    try:
+        assert answer(PassLine(db=f"sqlite:///{tmp_path / 'none.db'}", path=str(tmp_path), preset="deepcode")) is False
+        assert gc.isenabled() is collecting
+    finally:
+        gc.enable()
