@@ -84,12 +84,12 @@ class Note:
         unclosed = not self.parts.has_frontmatter and self.data.removeprefix(frontmatter.BOM).startswith(b"---")
         return unclosed and _LOOKS_PINNED.search(self.data[:4096]) is not None
 
-    @property
+    @cached_property  # asked of every note by most detectors, some of them pair by pair
     def status(self) -> str:
         value = self.meta.get("status")
         return value if isinstance(value, str) and value in STATUSES else ACTIVE
 
-    @property
+    @cached_property
     def live(self) -> bool:
         return self.status == ACTIVE
 
