@@ -208,7 +208,7 @@ class Parsed:
         pieces: list[tuple[int, int] | str] = []
         i = j = 0
         while j < len(lines):
-            run = _same_run(lines, j, original, i)
+            run = _same_run(lines, j, original, i) if i < len(original) and lines[j] == original[i] else 0
             if run:
                 pieces.append((i, i + run))
                 i, j = i + run, j + run
