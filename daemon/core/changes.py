@@ -178,11 +178,11 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
         else:
             trial = lines
         edited = index.add_lines(spec, trial, adds)
-        text = "".join(edited)
+        text = parsed.join(edited)
         if limit is None or limit.fits(text):
             break
         bare = index.add_lines(spec, trial, adds, hooks=False)  # new entries without their hooks: nothing lost
-        if adds and limit.fits(bare_text := "".join(bare)):
+        if adds and limit.fits(bare_text := parsed.join(bare)):
             edited, text = bare, bare_text
             break
     if text == parsed.text:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import itertools
-import operator
 import posixpath
 import re
 from collections.abc import Iterable
@@ -123,44 +122,70 @@ class Parsed:
         return [0, *itertools.accumulate(len(line.encode("utf-8")) for line in self.lines)]
 
     @functools.cached_property
+    def _chars(self) -> list[int]:
+        """Character offset of each line in ``text``, and of its end."""
+        return [0, *itertools.accumulate(map(len, self.lines))]
+
+    @functools.cached_property
     def _ids(self) -> frozenset[int]:
         return frozenset(map(id, self.lines))
 
-    def encode(self, lines: list[str]) -> bytes:
-        """``"".join(lines).encode("utf-8")`` for ``lines`` edited from these: runs of the same
-        line objects are sliced from ``data`` and only other lines are encoded. An index can be
-        a megabyte that every proposal of a pass edits by a line or two; encoding it whole
-        cost more than the edit. Every piece is either an unbroken run of these very lines
-        or encoded, so the bytes are right however the lines were edited."""
-        if self.data is None:
-            return "".join(lines).encode("utf-8")
-        original, starts, known = self.lines, self._starts, self._ids
-        out: list[bytes] = []
+    def _pieces(self, lines: list[str]) -> list[tuple[int, int] | str]:
+        """``lines`` (edited from these) as runs ``(i, j)`` equal to ``self.lines[i:j]`` and the
+        other lines between them. A run is found in C, a line at a time only where the edit is."""
+        original, known = self.lines, self._ids
+        pieces: list[tuple[int, int] | str] = []
         i = j = 0
         while j < len(lines):
-            run = _same_run(lines, j, original, i)
+            run = _same_run(lines, j, original, i) if i < len(original) and lines[j] == original[i] else 0
             if run:
-                out.append(self.data[starts[i] : starts[i + run]])
+                pieces.append((i, i + run))
                 i, j = i + run, j + run
             elif i < len(original) and id(lines[j]) in known:
                 i += 1  # original line i was dropped
             else:
-                out.append(lines[j].encode("utf-8"))
+                pieces.append(lines[j])
                 j += 1
-        return b"".join(out)
+        return pieces
+
+    def join(self, lines: list[str]) -> str:
+        """``"".join(lines)`` for ``lines`` edited from these: runs of these lines are sliced
+        from ``text`` and only the other lines are joined. An index can be a megabyte that
+        every proposal of a pass edits by a line or two; joining its every line cost more
+        than the edit."""
+        if lines is self.lines:
+            return self.text
+        text, chars = self.text, self._chars
+        return "".join(p if isinstance(p, str) else text[chars[p[0]] : chars[p[1]]] for p in self._pieces(lines))
+
+    def encode(self, lines: list[str]) -> bytes:
+        """``"".join(lines).encode("utf-8")`` for ``lines`` edited from these, as ``join``
+        makes the text: runs of these lines are sliced from ``data`` and only other lines are
+        encoded. A line equal to one of these encodes to its bytes (``data`` decodes to these
+        lines exactly), so the bytes are right however the lines were edited."""
+        if self.data is None:
+            return "".join(lines).encode("utf-8")
+        data, starts = self.data, self._starts
+        return b"".join(p.encode("utf-8") if isinstance(p, str) else data[starts[p[0]] : starts[p[1]]] for p in self._pieces(lines))
 
 
 def _same_run(a: list[str], i: int, b: list[str], j: int) -> int:
-    """How many items from ``a[i]`` on are the very objects from ``b[j]`` on (compared in C,
-    in growing chunks, so a long run costs no Python loop and a short one no long slice)."""
+    """How many items from ``a[i]`` on equal those from ``b[j]`` on (compared in C, in
+    growing chunks, so a long run costs no Python loop and a short one no long slice; the
+    very same objects compare without looking at their characters)."""
     run, step = 0, 16
     end = min(len(a) - i, len(b) - j)
     while run < end:
-        chunk = list(map(operator.is_, a[i + run : i + run + step], b[j + run : j + run + step]))
-        try:
-            return run + chunk.index(False)
-        except ValueError:
-            run, step = run + len(chunk), step * 4
+        size = min(step, end - run)
+        if a[i + run : i + run + size] != b[j + run : j + run + size]:
+            while size > 8:  # the first difference is among these ``size``: halve them
+                half = size // 2
+                if a[i + run : i + run + half] == b[j + run : j + run + half]:
+                    run, size = run + half, size - half
+                else:
+                    size = half
+            return run + next(k for k in range(size) if a[i + run + k] != b[j + run + k])
+        run, step = run + size, step * 4
     return run
 
 

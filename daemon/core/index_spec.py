@@ -35,9 +35,11 @@ class LoadLimit:
         """(start, stop, end) offsets in ``text``: the agent loads ``text[start:stop]`` of the
         ``text[start:end]`` it counts; ``stop == end`` when it loads all of it."""
         start, end = 0, len(text)
-        if self.trimmed:
-            end = len(text.rstrip())
-            start = min(len(text) - len(text.lstrip()), end)
+        if self.trimmed:  # str.strip's whitespace, found without copying a long text
+            while end and text[end - 1].isspace():
+                end -= 1
+            while start < end and text[start].isspace():
+                start += 1
         stop = end
         if self.lines is not None:
             pos = start

@@ -70,8 +70,10 @@ class Note:
     def frontmatter_error(self) -> str | None:
         return self._parsed[1]
 
-    @cached_property
+    @property
     def body(self) -> str:
+        """Decoded when asked (a few microseconds a note), not kept: a pass holds every note's
+        bytes and normalised body already, and its bodies were the third copy of its text."""
         return self.parts.body.decode("utf-8", errors="replace")
 
     @property
@@ -84,12 +86,12 @@ class Note:
         unclosed = not self.parts.has_frontmatter and self.data.removeprefix(frontmatter.BOM).startswith(b"---")
         return unclosed and _LOOKS_PINNED.search(self.data[:4096]) is not None
 
-    @property
+    @cached_property  # asked of every note by most detectors, some of them pair by pair
     def status(self) -> str:
         value = self.meta.get("status")
         return value if isinstance(value, str) and value in STATUSES else ACTIVE
 
-    @property
+    @cached_property
     def live(self) -> bool:
         return self.status == ACTIVE
 
@@ -104,6 +106,11 @@ class Note:
     def normalised_body(self) -> str:
         """Body with case and whitespace folded: the exact-duplicate identity."""
         return " ".join(self.body.casefold().split())  # str.split: C speed, Unicode whitespace
+
+    def forget_normalised(self) -> None:
+        """Let the normalised body go (it is made again if asked): only the detectors read
+        it, and a large store's are as large as its notes, still held while proposals are built."""
+        self.__dict__.pop("normalised_body", None)
 
     @cached_property
     def value_hash(self) -> str:

@@ -42,6 +42,7 @@ def unified_diffs(changes: list[Change]) -> list[str]:
         return [""] * len(changes)
     windows: dict[int, dict[str, Window]] = {}
     need = sum(len(d) for i in placed for d in changes[i].data.values())
+    made: set[str] = set()  # folders laid out already: a batch writes thousands of files into a few
     with tempfile.TemporaryDirectory(prefix="dreamd-diff-", dir=scratch_dir(need)) as tmp:
         for side in ("a", "b"):
             os.mkdir(os.path.join(tmp, side))
@@ -52,8 +53,8 @@ def unified_diffs(changes: list[Change]) -> list[str]:
                 win = _large_edit(path, before, after)
                 if win is not None:
                     found[path], before, after = win, win.before, win.after
-                _place(Path(tmp), "a", f"{i}/{path}", before)
-                _place(Path(tmp), "b", f"{i}/{path}", after)
+                _place(tmp, "a", f"{i}/{path}", before, made)
+                _place(tmp, "b", f"{i}/{path}", after, made)
         done = Git.scratch(Path(tmp)).run(
             "-c", "core.quotepath=false", "diff", "--no-index", "--histogram", "--no-prefix",
             "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames", "--", "a", "b",
@@ -183,9 +184,18 @@ def _whole_files(text: str, windows: dict[str, Window]) -> str:
     return "".join(out)
 
 
-def _place(tmp: Path, side: str, path: str, data: bytes | None) -> None:
+def _place(tmp: str, side: str, path: str, data: bytes | None, made: set[str]) -> None:
     if data is None:
         return
-    target = tmp / side / path
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_bytes(data)
+    target = os.path.join(tmp, side, path)
+    folder = os.path.dirname(target)
+    if folder not in made:
+        os.makedirs(folder, exist_ok=True)
+        made.add(folder)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_CLOEXEC", 0), 0o666)
+    try:  # no buffered file object: its set-up asks the system more than the write does
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)

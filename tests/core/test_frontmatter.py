@@ -91,3 +91,29 @@ def test_any_edit_touches_at_most_one_line(existing, key, value):
     removed, added = _diff_lines(note, after)
     assert len(removed) <= 1 and len(added) == 1
     assert frontmatter.parse(frontmatter.split(after).inner)[key] == value
+
+
+_WORDS = ["a", "Build", "yes", "No", "ON", "off", "Null", "tRUE", "y", "~", "x y", "don't", "a,b", "(c)", "d/e", "f.g", "h-i", "j_k", "l+m",
+          "0", "7", "730", "007", "1_0", "+1", "1.5", "2026-05-02", "2026-13-02", "0000-01-01", "2026-5-2", "2026-05-02 10:00:00",
+          "a: b", "a #c", "#x", "-a", "a -", "é", "a\tb", "'q'", '"q"', "a  b", ".inf", "a:b", "[a]", "{a}", "&a", "*a", "!t", "|", "@"]  # fmt: skip
+_KEYS = ["name", "type", "status", "updated_at", "ttl_days", "Yes", "on", "NULL", "a-b", "_x", "k1", "x y", "1", "-k"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(_KEYS), st.sampled_from([": ", ":  ", ":"]), st.lists(st.sampled_from(_WORDS), min_size=1, max_size=2), st.sampled_from(["", " ", "\t"])), min_size=1, max_size=5), st.booleans())
+def test_simple_lines_are_read_as_the_yaml_loader_reads_them(lines, newline_at_end):
+    text = "\n".join(k + sep + " ".join(words) + tail for k, sep, words, tail in lines) + ("\n" if newline_at_end else "")
+    fast = frontmatter._simple(text)
+    if fast is None:
+        return  # left to the loader
+    loaded = frontmatter.yaml.load(text, Loader=frontmatter._Loader)
+    assert isinstance(loaded, dict)
+    assert list(fast.items()) == [(str(k), v) for k, v in loaded.items()]
+    assert [type(v) for v in fast.values()] == [type(v) for v in loaded.values()]
+
+
+def test_simple_lines_cover_the_usual_frontmatter_and_leave_the_rest_to_yaml():
+    assert frontmatter.parse(b"name: A a\ntype: feedback\nupdated_at: 2026-05-02\nttl_days: 730\n") == {
+        "name": "A a", "type": "feedback", "updated_at": dt.date(2026, 5, 2), "ttl_days": 730}  # fmt: skip
+    for text in ("status: yes\n", "name: a: b\n", "d: 2026-13-02\n", "n: 010\n", "tags:\n  - a\n", "name: Build   # c\n"):
+        assert frontmatter._simple(text) is None, text

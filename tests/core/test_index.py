@@ -109,3 +109,24 @@ def test_an_index_that_is_not_utf8_is_encoded_from_its_text():
     """With no exact bytes (invalid UTF-8 was replaced), the text is encoded, as before."""
     parsed = Parsed.of(MEMORY, "# M\n- [A](a.md)\n", [])
     assert parsed.encode(parsed.lines[:1]) == b"# M\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["- [a](a.md)\n", "\n", "# H\n", "é ü\n", "- [b](b.md) — x\n"]), max_size=40), st.data())
+def test_an_edit_is_joined_and_encoded_as_a_plain_join_would(original, data):
+    text = "".join(original)
+    parsed = Parsed.of(IndexSpec("MEMORY.md", LINKS), text, [], text.encode("utf-8"))
+    lines = list(parsed.lines)
+    for _ in range(data.draw(st.integers(0, 6))):
+        at = data.draw(st.integers(0, len(lines)))
+        op = data.draw(st.sampled_from(["drop", "add", "edit", "move"]))
+        if op == "add" or not lines:
+            lines.insert(at, data.draw(st.sampled_from(["- [n](n.md)\n", "\n", "- [a](a.md)\n", "ß\n"])))
+        elif op == "drop":
+            del lines[min(at, len(lines) - 1)]
+        elif op == "edit":
+            lines[min(at, len(lines) - 1)] += "more\n"
+        else:
+            lines.insert(at, lines.pop(min(at, len(lines) - 1)) if at % 2 else lines.pop())
+    assert parsed.join(lines) == "".join(lines)
+    assert parsed.encode(lines) == "".join(lines).encode("utf-8")

@@ -68,6 +68,7 @@ def _read_within(observed: Observed, caps: Caps, report: PassReport, progress: P
 def _plan(app: App, store: StoreConfig, observed: Observed, now: dt.datetime, remembered: tuple[dict[str, str], frozenset[str]], caps: Caps, progress: Progress = _unwatched) -> Iterator[Planned]:
     """Proposals one at a time: a pass over a large store never holds every result's bytes.
     Out of time, it stops between detectors or between proposals: what it found stands."""
+    from daemon.core.heap import give_back
     from daemon.planners.base import DEFAULT_DETECTORS, PlanContext, run_detectors
     from daemon.service.passes.citations import workspace_facts
     from daemon.service.passes.proposing import make_proposals
@@ -87,6 +88,9 @@ def _plan(app: App, store: StoreConfig, observed: Observed, now: dt.datetime, re
         return found if done else None
 
     drafts = run_detectors(ctx, guard=guarded)
+    for note in observed.view.notes.values():
+        note.forget_normalised()
+    give_back()  # what the detectors freed, before the proposals are built
     return _until_out_of_time(make_proposals(drafts, observed.view, now), caps, lambda done: progress("proposing", done, len(drafts)))
 
 
