@@ -142,11 +142,21 @@ def marked(tmp_path, monkeypatch, example_store) -> Marked:
     return build_marked(tmp_path, example_store)
 
 
-def on_a_terminal(top: Path, *args: str) -> None:
+def plain_environment() -> dict[str, str]:
+    """The environment for the control's plain git: the caller's, less whatever a CI runner or a
+    shell may set that outranks the repository's config (``GIT_EDITOR``, ``GIT_PAGER``,
+    ``GIT_CONFIG_COUNT``...), so each marked setting is the one git reads."""
+    kept = {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_NOSYSTEM", "GIT_CEILING_DIRECTORIES"}
+    outranking = {"EDITOR", "VISUAL", "PAGER", "LESS", "SSH_ASKPASS"}
+    env = {key: value for key, value in os.environ.items() if (key in kept or not key.startswith("GIT_")) and key not in outranking}
+    return env | {"TERM": "xterm"}  # git starts no editor on a dumb terminal without one named
+
+
+def on_a_terminal(top: Path, *args: str, env: dict[str, str]) -> None:
     """Plain ``git ARGS`` with its output on a terminal, where git starts its pager."""
     leader, follower = pty.openpty()
     try:
-        subprocess.run(["git", *args], cwd=top, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, timeout=30, check=False)
+        subprocess.run(["git", *args], cwd=top, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower, timeout=30, check=False)
     finally:
         os.close(follower)
         os.close(leader)
@@ -155,9 +165,12 @@ def on_a_terminal(top: Path, *args: str) -> None:
 def test_control_plain_git_in_the_repository_starts_every_marked_program(marked):
     """The ordinary git commands a person runs there start each marked program: the markers can fire."""
     top = marked.top
+    env = plain_environment()
+    outcomes: list[str] = []  # each step's exit code and last words, for a failure's message
 
     def plain(*args: str, data: str | None = None) -> None:
-        subprocess.run(["git", "-c", "user.name=P", "-c", "user.email=p@example.org", *args], cwd=top, input=data, capture_output=True, text=True, timeout=30, check=False)
+        ran = subprocess.run(["git", "-c", "user.name=P", "-c", "user.email=p@example.org", *args], cwd=top, env=env, input=data, capture_output=True, text=True, timeout=30, check=False)
+        outcomes.append(f"git {' '.join(args)}: exit {ran.returncode} {ran.stderr.strip()[-300:]!r}")
 
     plain("log", "--format=%s", "--", *SIGNATURES)  # log.showSignature: each format's program
     plain("status")  # fsmonitor
@@ -173,9 +186,9 @@ def test_control_plain_git_in_the_repository_starts_every_marked_program(marked)
     plain("merge", "-q", "--no-gpg-sign", "main")  # post-merge
     plain("credential", "fill", data="protocol=https\nhost=example.invalid\n\n")  # the helper, then askpass
     plain("ls-remote", "ssh://example.invalid/repo")  # core.sshCommand
-    on_a_terminal(top, "log", "-1")  # pager.log
-    on_a_terminal(top, "diff", "HEAD~1")  # core.pager
-    assert marked.fired() == {*PROGRAMS, *(f"core.hooksPath.{hook}" for hook in HOOKS)}
+    on_a_terminal(top, "log", "-1", env=env)  # pager.log
+    on_a_terminal(top, "diff", "HEAD~1", env=env)  # core.pager
+    assert marked.fired() == {*PROGRAMS, *(f"core.hooksPath.{hook}" for hook in HOOKS)}, "\n".join(outcomes)
 
 
 @pytest.fixture
