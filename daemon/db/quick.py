@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-HEAD_REVISION = "0012_passes_by_status"  # the newest migration; tests check it against Alembic
+HEAD_REVISION = "0013_stat_digests"  # the newest migration; tests check it against Alembic
 # How long the lane waits for another writer: a second. Longer contention (a locked file, a
 # long transaction) is the whole pass's to wait out with its own timeout and report in one
 # line, so a locked database is not waited for twice.
@@ -47,7 +47,17 @@ class Looked:
     waiting: int  # pending and accepted proposals
     pending: int  # of which pending (what `dreamd pass --all` tells of)
     seq: int  # the store's newest event
-    stat_rows: list[tuple[str, int, int, int, int, str, int]]  # path, size, mtime_ns, ino, ctime_ns, hash, scanned_ns (see repo.stat_cache)
+    memo: Memo | None  # what the lane last vouched for from the stat cache, if it still stands
+
+
+@dataclass(frozen=True)
+class Memo:
+    """The stat cache's digest (schema.stat_digests): the files' paths and stats the lane last
+    vouched for row by row, the root hash they hold, and which of them a scan skips."""
+
+    digest: str
+    root_hash: str
+    skips: tuple[tuple[str, str], ...]  # (path, reason)
 
 
 def connect(url: str) -> sqlite3.Connection | None:
@@ -88,9 +98,8 @@ def registered(conn: sqlite3.Connection, *, name: str | None = None, root: str |
     return None if row is None else (row[0], row[1], row[2])
 
 
-def look(conn: sqlite3.Connection, name: str, *, stat_rows: bool = True) -> Looked | None:
-    """The store registered under ``name``, or None when there is none; its stat-cache rows
-    only when asked for (a store the daemon's watches vouch for is not walked)."""
+def look(conn: sqlite3.Connection, name: str) -> Looked | None:
+    """The store registered under ``name``, or None when there is none."""
     conn.execute("BEGIN")
     try:
         row = conn.execute("SELECT id, root, preset, root_identity FROM stores WHERE name = ?", (name,)).fetchone()
@@ -98,18 +107,32 @@ def look(conn: sqlite3.Connection, name: str, *, stat_rows: bool = True) -> Look
             return None
         store_id, root = row[0], row[1]
         first = conn.execute("SELECT min(id) FROM stores WHERE root = ?", (root,)).fetchone()[0] == store_id
-        rows = conn.execute("SELECT path, size, mtime_ns, ino, ctime_ns, blob_hash, scanned_ns FROM stat_cache WHERE store_id = ?", (store_id,)).fetchall() if stat_rows else []
         waiting, pending = _waiting(conn, store_id)
         return Looked(store_id, root, row[2], row[3], first, _last_completed(conn, store_id), _busy(conn, store_id),
-                      waiting, pending, _seq(conn, store_id), rows)  # fmt: skip
+                      waiting, pending, _seq(conn, store_id), _memo(conn, store_id))  # fmt: skip
     finally:
         conn.execute("COMMIT")
 
 
+def stat_rows(conn: sqlite3.Connection, store_id: int) -> list[tuple[str, int, int, int, int, str, int]]:
+    """The store's stat-cache rows: path, size, mtime_ns, ino, ctime_ns, hash, scanned_ns (an
+    inode above 2**63 as its two's complement, see repo.stat_cache). Read outside ``look``'s
+    transaction: ``record_skip`` checks that no pass, apply or event came since."""
+    return conn.execute("SELECT path, size, mtime_ns, ino, ctime_ns, blob_hash, scanned_ns FROM stat_cache WHERE store_id = ?", (store_id,)).fetchall()
+
+
+def _memo(conn: sqlite3.Connection, store_id: int) -> Memo | None:
+    row = conn.execute("SELECT digest, root_hash, skips FROM stat_digests WHERE store_id = ?", (store_id,)).fetchone()
+    if row is None:
+        return None
+    return Memo(row[0], row[1], tuple((str(path), str(reason)) for path, reason in json.loads(row[2])))
+
+
 def record_skip(conn: sqlite3.Connection, looked: Looked, *, surface: str, actor: str, runner: str, now: dt.datetime,
-                root_hash: str, planner: str, stats: dict[str, Any], reason: str) -> int | None:  # fmt: skip
-    """Record a skipped pass and its ``pass.skipped`` event; the pass's id, or None (nothing
-    written) when the store moved since ``looked`` was read."""
+                root_hash: str, planner: str, stats: dict[str, Any], reason: str, memo: Memo | None = None) -> int | None:  # fmt: skip
+    """Record a skipped pass and its ``pass.skipped`` event, and ``memo`` as the store's stat
+    digest when given; the pass's id, or None (nothing written) when the store moved since
+    ``looked`` was read."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         last = looked.last_completed
@@ -132,6 +155,11 @@ def record_skip(conn: sqlite3.Connection, looked: Looked, *, surface: str, actor
             "INSERT INTO events (store_id, seq, at, type, actor, surface, pass_id, proposal_id, payload) VALUES (?, ?, ?, 'pass.skipped', ?, ?, ?, NULL, ?)",
             (looked.store_id, looked.seq + 1, at, actor, surface, pass_id, json.dumps({"v": 1, "reason": reason})),
         )
+        if memo is not None:
+            conn.execute(
+                "INSERT OR REPLACE INTO stat_digests (store_id, digest, root_hash, skips) VALUES (?, ?, ?, ?)",
+                (looked.store_id, memo.digest, memo.root_hash, json.dumps([list(skip) for skip in memo.skips])),
+            )
         conn.execute("COMMIT")
     except BaseException:
         if conn.in_transaction:

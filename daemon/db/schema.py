@@ -341,3 +341,17 @@ stat_cache = Table(
     Column("blob_hash", HASH, ForeignKey("blobs.hash"), nullable=False),
     Column("scanned_ns", BigInteger, nullable=False),  # wall clock when the scan that read it began
 )
+
+# What the no-op lane last vouched for from the stat cache, as one digest (see
+# stores/scan.py, ``StatWalk``): the sorted paths and stats of the files it would otherwise
+# look up row by row, the root hash they hold, and the files among them a scan reads and
+# skips (binary, not UTF-8, ...). Written by the lane with a skip; dropped whenever the stat
+# cache changes.
+stat_digests = Table(
+    "stat_digests",
+    metadata,
+    Column("store_id", Integer, ForeignKey("stores.id"), primary_key=True),
+    Column("digest", HASH, nullable=False),
+    Column("root_hash", HASH, nullable=False),
+    Column("skips", JSON, nullable=False),  # [[path, reason], ...]
+)

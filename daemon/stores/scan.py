@@ -15,11 +15,14 @@ import errno
 import os
 import stat
 import time
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from operator import attrgetter
 from pathlib import Path
+
+import blake3
 
 from daemon.core.errors import StoreError
 from daemon.core.hashing import hash_bytes, root_hash
@@ -29,6 +32,7 @@ from daemon.stores.presets import StoreSettings
 from daemon.stores.statcache import RACY_NS, Seen
 
 NEVER_SCANNED = (".git",)  # a repository's own folder is never notes, whoever lists it
+_TEMP_MARKER = ".dreamd-tmp-"  # in every temp file's name (stores.files.TEMP_MARKER; a test holds the two equal)
 
 SKIP_REASONS = ("symlink", "too-large", "binary", "not-utf8", "unreadable", "special-file", "bad-name", "hard-link")
 _BINARY_PROBE = 8192
@@ -225,13 +229,17 @@ class _Walk:
                     entries = []
                 pending.pop()
                 try:
-                    for entry in self._take_vouched(entries, prefix, target) if self.seen else entries:
+                    for entry in self._sift(entries, prefix, target):
                         self._entry(fd, entry, prefix, target, pending)
                 finally:
                     os.close(fd)
         finally:
             for fd, _, _ in pending:
                 os.close(fd)
+
+    def _sift(self, entries: list[os.DirEntry[str]], prefix: str, target: dict[str, FileEntry]) -> list[os.DirEntry[str]]:
+        """The entries of a folder that need ``_entry``: those the stat cache does not vouch for."""
+        return self._take_vouched(entries, prefix, target) if self.seen else entries
 
     def _take_vouched(self, entries: list[os.DirEntry[str]], prefix: str, target: dict[str, FileEntry]) -> list[os.DirEntry[str]]:
         """Put the files the stat cache vouches for into ``target`` unread; return the other
@@ -385,3 +393,89 @@ def _read_entry(folder: int, name: str, rel: str, limit: int) -> FileEntry | Ski
     except UnicodeDecodeError:
         return Skipped(rel, "not-utf8")
     return FileEntry(rel, hash_bytes(data), len(data), info.st_mtime_ns, info.st_ino, info.st_ctime_ns, read=data)
+
+
+StatKey = tuple[int, int, int, int]  # size, mtime_ns, ino, ctime_ns
+
+
+@dataclass(frozen=True)
+class StatWalk:
+    """A store's files as their stats show them, none read and no stat-cache row looked up:
+    every file a scan would read or take on the stat cache's word, with its stat, and what
+    the walk skipped without reading (symlinks, special files, bad names...).
+
+    ``digest`` sums up the paths and stats; the no-op lane keeps it once the stat cache has
+    vouched for every one of these files (``glimpse``), and next time compares this digest
+    alone with it instead of the store's rows one by one. Equal digests say what equal rows
+    say: no file has been written, replaced or added since (see stores/statcache.py)."""
+
+    files: dict[str, StatKey]  # live files
+    archived: dict[str, StatKey]
+    skipped: list[Skipped]
+    started_ns: int  # wall clock when the walk began
+
+    @cached_property
+    def digest(self) -> str:
+        """BLAKE3 of the paths in order, each ended by a NUL (no path holds one), then of
+        their stats in that order as unsigned 64-bit numbers: two flat encodings rather than
+        a text per file (4 ms where 11 ms for 10,000 files)."""
+        stats = self.files | self.archived
+        paths = sorted(stats)
+        hasher = blake3.blake3("\0".join(paths).encode("utf-8"))
+        hasher.update(b"\0" + array("Q", [n for path in paths for n in stats[path]]).tobytes())
+        return hasher.hexdigest()
+
+
+def stat_walk(roots: StoreRoots, settings: StoreSettings) -> StatWalk | None:
+    """Every file ``scan_store(roots, settings)`` would read, with its stat, none read; None
+    when a file could be read only by reading it (one that changed between its stat and its
+    opening)."""
+    walk = _StatOnly(settings, roots, {})
+    started_ns = time.time_ns()
+    try:
+        walk.walk()
+    except _Unvouched:
+        return None
+    return StatWalk(walk.files, walk.archived, walk.skipped, started_ns)  # type: ignore[arg-type]
+
+
+class _StatOnly(_Glance):
+    """The walk of ``stat_walk``: a file a scan would read is kept with its stat, unread; a
+    file it would skip is skipped as a scan skips it (reading no bytes, only its stat)."""
+
+    def _sift(self, entries: list[os.DirEntry[str]], prefix: str, target: dict[str, FileEntry]) -> list[os.DirEntry[str]]:
+        """Keep each regular file of one name and within the size limit, not excluded, not a
+        temp file, with a UTF-8 name; return the rest for ``_entry``. Like ``_take_vouched``,
+        one loop with its lookups held in locals: this runs for every file of every pass."""
+        limit, regular = self.settings.max_file_bytes, stat.S_ISREG
+        excluded = self.settings.is_excluded if self.settings.exclude else None
+        named = _all_utf8(entries)
+        rest = []
+        for entry in entries:
+            name = entry.name
+            rel = prefix + name
+            if (
+                not entry.is_file(follow_symlinks=False) or _TEMP_MARKER in name
+                or not (named or _utf8(name)) or (excluded is not None and excluded(rel))
+            ):  # fmt: skip
+                rest.append(entry)
+                continue
+            try:
+                info = entry.stat(follow_symlinks=False)  # fstatat on the folder's descriptor
+            except OSError:
+                rest.append(entry)
+                continue
+            if info.st_nlink == 1 and info.st_size <= limit and regular(info.st_mode):
+                target[rel] = (info.st_size, info.st_mtime_ns, info.st_ino, info.st_ctime_ns)  # type: ignore[assignment]
+            else:
+                rest.append(entry)
+        return rest
+
+
+def _all_utf8(entries: list[os.DirEntry[str]]) -> bool:
+    """Whether every name of a folder is UTF-8: one encoding for the folder, not one per name."""
+    try:
+        "".join([entry.name for entry in entries]).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

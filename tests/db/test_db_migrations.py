@@ -47,7 +47,7 @@ def test_upgrade_is_idempotent_and_nothing_is_pending(backend_url, engine):
 def test_blank_database_opened_without_migrating_has_pending_revisions(backend_url):
     engine = open_engine(backend_url, migrate=False)
     try:
-        assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only", "0012_passes_by_status"]
+        assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only", "0012_passes_by_status", "0013_stat_digests"]
         assert _tables(engine) == set()  # pending_migrations only reads
     finally:
         engine.dispose()
@@ -57,7 +57,7 @@ def test_downgrade_to_base_then_upgrade_again(engine):
     with engine.connect() as conn:
         command.downgrade(alembic_config(conn), "base")
     assert _tables(engine) == set()
-    assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only", "0012_passes_by_status"]
+    assert pending_migrations(engine) == ["0001_initial", "0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only", "0012_passes_by_status", "0013_stat_digests"]
     with engine.connect() as conn:
         command.upgrade(alembic_config(conn), "head")
     assert _tables(engine) == set(metadata.tables)
@@ -132,7 +132,7 @@ def test_upgrade_from_the_oldest_revision_keeps_data(sqlite_engine):
         command.downgrade(alembic_config(conn), "0001_initial")
     with sqlite_engine.begin() as conn:
         conn.execute(insert(schema.stores).values(name="s", root="/s", preset="generic", created_at=dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)))
-    assert pending_migrations(sqlite_engine) == ["0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only", "0012_passes_by_status"]
+    assert pending_migrations(sqlite_engine) == ["0002_model_calls", "0003_pass_runner", "0004_proposal_reads", "0005_no_replace", "0006_root_identity", "0007_stat_cache", "0008_manifest_deltas", "0009_blob_deltas", "0010_model_ledger", "0011_tombstones_append_only", "0012_passes_by_status", "0013_stat_digests"]
     with sqlite_engine.connect() as conn:
         command.upgrade(alembic_config(conn), "head")
     assert pending_migrations(sqlite_engine) == []

@@ -201,6 +201,7 @@ def save_stat_cache(conn: Connection, store_id: int, rows: Mapping[str, StatRow]
     """Write these rows (replacing a path's old one) and drop the rows of paths in ``gone``.
     Every row's blob must be stored already (a foreign key says so)."""
     c = t.stat_cache.c
+    conn.execute(t.stat_digests.delete().where(t.stat_digests.c.store_id == store_id))  # it summed up the rows changed here
     paths = sorted({*rows, *gone})
     for i in range(0, len(paths), 500):
         conn.execute(t.stat_cache.delete().where(c.store_id == store_id, c.path.in_(paths[i : i + 500])))

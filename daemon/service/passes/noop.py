@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from daemon import logs
@@ -36,8 +37,9 @@ from daemon.db import quick
 from daemon.service.holders import this_holder
 from daemon.service.naming import resolve
 from daemon.service.passes.report import PassReport, PolicyOutcome, fingerprint_of, model_unfinished
-from daemon.stores.paths import identity_text, open_roots
-from daemon.stores.scan import SKIP_REASONS, Skipped, glimpse
+from daemon.stores.paths import StoreRoots, identity_text, open_roots
+from daemon.stores.scan import SKIP_REASONS, Glimpse, Skipped, StatWalk, glimpse, stat_walk
+from daemon.stores.statcache import RACY_NS
 
 if TYPE_CHECKING:
     from daemon.service.context import App
@@ -155,7 +157,7 @@ def _skipped(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: 
 
 def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unchanged | None) -> PassReport | None:
     now = app.clock()
-    looked = quick.look(conn, store.name, stat_rows=unchanged is None)
+    looked = quick.look(conn, store.name)
     if looked is None or looked.busy or looked.last_completed is None or not looked.first_at_root:
         return None
     if (looked.root, looked.preset) != (str(store.root), store.preset):
@@ -168,23 +170,25 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unc
     roots = open_roots(store.root, store.settings.archive_root)
     if identity_text(roots) != looked.root_identity:
         return None
+    memo = None  # the stat digest to keep, when the stat cache vouched row by row
     if unchanged is not None:  # the watches saw no change since a pass saw this root hash
         if unchanged.root_hash != root_hash:
             return None
         report = PassReport(store.name, "skipped", root_hash, skipped_files=[Skipped(p, r) for p, r in unchanged.skipped], notes=unchanged.notes, at=now)
     else:
-        seen = {row[0]: row[1:] if row[3] >= 0 else (row[1], row[2], row[3] % _INT64, *row[4:]) for row in looked.stat_rows}
-        glimpsed = glimpse(roots, store.settings, seen)
-        if glimpsed is None or glimpsed.root_hash != root_hash:
+        found = _vouched(conn, looked, roots, store)
+        if found is None or found.root_hash != root_hash:
             return None
-        report = PassReport(store.name, "skipped", root_hash, skipped_files=glimpsed.skipped, notes=glimpsed.notes, at=now)
+        report = PassReport(store.name, "skipped", root_hash, skipped_files=found.skipped, notes=found.notes, at=now)
+        memo = found.memo
     fingerprint = fingerprint_of(app, store)
     if fingerprint != planner:
         return None
     if store.policy is not None:
         report.policy = _nothing_decided(store.policy)
     pass_id = quick.record_skip(conn, looked, surface=app.surface, actor=app.actor, runner=this_holder(), now=now,
-                                root_hash=root_hash, planner=fingerprint, stats=report.stats, reason=REASON)  # fmt: skip
+                                root_hash=root_hash, planner=fingerprint, stats=report.stats, reason=REASON,
+                                memo=memo)  # fmt: skip
     if pass_id is None:
         return None
     report.pass_id, report.waiting_after = pass_id, (looked.pending, looked.waiting)
@@ -193,6 +197,60 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unc
         where.info("file.skipped", path=skipped.path, reason=skipped.reason)
     where.info("pass.skipped", **{k: v for k, v in report.stats.items() if k != "v"}, **({"watched": True} if unchanged is not None else {}))
     return report
+
+
+@dataclass(frozen=True)
+class _Vouched:
+    """A store as the stat cache vouches for it, and the digest to keep for next time."""
+
+    root_hash: str
+    notes: int
+    skipped: list[Skipped]
+    memo: quick.Memo | None  # None: the one kept still stands, or none can be kept
+
+
+def _vouched(conn: sqlite3.Connection, looked: quick.Looked, roots: StoreRoots, store: StoreConfig) -> _Vouched | None:
+    """What the store is on the stat cache's word; None when a file would have to be read.
+
+    The store's stats are compared with the digest the lane kept when it last vouched (one
+    hash over 10,000 stats, where reading 10,000 rows cost a tenth of the process); only
+    when that does not stand are they compared with the stat cache's rows one by one."""
+    walked = stat_walk(roots, store.settings)
+    if walked is None:
+        return None
+    memo = looked.memo
+    if memo is not None and memo.digest == walked.digest:
+        skips = [Skipped(path, reason) for path, reason in memo.skips]
+        read = walked.files.keys() - {skip.path for skip in skips}
+        notes = len(store.settings.notes_among(read))
+        return _Vouched(memo.root_hash, notes, sorted([*walked.skipped, *skips], key=attrgetter("path")), None)
+    rows = quick.stat_rows(conn, looked.store_id)
+    seen = {row[0]: row[1:] if row[3] >= 0 else (row[1], row[2], row[3] % _INT64, *row[4:]) for row in rows}
+    glimpsed = glimpse(roots, store.settings, seen)
+    if glimpsed is None:
+        return None
+    return _Vouched(glimpsed.root_hash, glimpsed.notes, glimpsed.skipped, _memo(walked, glimpsed, seen))
+
+
+def _memo(walked: StatWalk, glimpsed: Glimpse, seen: dict[str, tuple[int, int, int, int, str, int]]) -> quick.Memo | None:
+    """The digest to keep of a store the stat cache vouched for row by row, or None when it
+    could vouch for less than what the digest would: the glimpse (a walk of its own, a moment
+    later) must have hashed exactly the walk's files but those it read and skipped; each
+    hashed one must have had a trusted row with the walk's stat, and each skipped one its
+    last change clearly before the walk (so a write in the same clock tick cannot hide behind
+    its stat)."""
+    stats = walked.files | walked.archived
+    skips = {skip.path: skip.reason for skip in glimpsed.skipped if skip.path in stats}
+    if glimpsed.manifest.keys() != stats.keys() - skips.keys():
+        return None
+    for path, key in stats.items():
+        row = seen.get(path)
+        if path in skips:
+            if row is not None or max(key[1], key[3]) >= walked.started_ns - RACY_NS:
+                return None
+        elif row is None or row[:4] != key or max(key[1], key[3]) >= row[5] - RACY_NS:
+            return None
+    return quick.Memo(walked.digest, glimpsed.root_hash, tuple(sorted(skips.items())))
 
 
 def _nothing_decided(policy_path: str) -> dict[str, object]:
