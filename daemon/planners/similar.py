@@ -29,7 +29,7 @@ def similar_pairs(
     """Pairs (i < j) with exact Jaccard >= the threshold, with that Jaccard."""
     hasher = MinHasher(settings.num_perm)
     empty = np.empty((0, settings.num_perm), dtype=np.uint64)
-    signatures = np.stack([hasher.signature(s) for s in shingle_sets]) if shingle_sets else empty
+    signatures = hasher.signatures(shingle_sets) if shingle_sets else empty
     candidates = sorted(lsh_pairs(signatures, settings.lsh_bands, settings.lsh_rows))
     found: dict[tuple[int, int], float] = {}
     for i, j in candidates:

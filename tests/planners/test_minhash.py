@@ -56,3 +56,26 @@ def test_shingles_of_many_texts_are_each_texts_own(texts: list[str], size: int, 
     alone = [Shingler(size)(text) for text in texts]
     assert len(together) == len(alone)
     assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(together, alone, strict=True))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=40, unique=True), max_size=30), st.integers(1, 64))
+def test_signatures_of_many_sets_are_each_sets_own(values: list[list[int]], block: int):
+    """Block by block, every set gets exactly the signature it gets alone: sets larger than a
+    block, sets that fill one exactly and block edges included."""
+    sets = [np.sort(np.array(v, dtype=np.uint64)) for v in values]
+    hasher = MinHasher(16)
+    together = hasher.signatures(sets, block=block)
+    assert together.shape == (len(sets), 16) and together.dtype == np.uint64
+    for row, alone in zip(together, sets, strict=True):
+        assert np.array_equal(row, hasher.signature(alone))
+
+
+def test_an_empty_set_has_no_signature_alone_or_among_others():
+    """No minimum of nothing: an empty set raises in a block as it does alone."""
+    import pytest
+
+    hasher = MinHasher(8)
+    for call in (lambda: hasher.signature(np.empty(0, dtype=np.uint64)), lambda: hasher.signatures([np.array([3], dtype=np.uint64), np.empty(0, dtype=np.uint64)])):
+        with pytest.raises(ValueError):
+            call()

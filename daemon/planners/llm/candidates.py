@@ -183,7 +183,7 @@ def select(
     shingler, hasher = Shingler(1), MinHasher(DetectorSettings().num_perm)
     words = [_words(n) for n in pool]
     sets = [shingler(" ".join(sorted(w)) or f"\0{n.path}") for n, w in zip(pool, words)]
-    sigs = np.stack([hasher.signature(s) for s in sets])
+    sigs = hasher.signatures(sets)
     # per anchor, how many of the permutations agree with each note: the Jaccard estimate
     # times num_perm, kept as one byte a note (a first pass anchors every note: N x N bytes)
     perms = sigs.shape[1]
