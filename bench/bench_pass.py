@@ -48,7 +48,7 @@ PHASES = [  # (label in the child's JSON, row title, indented under the row abov
     ("detector:dangling-reference", "dangling references", True), ("references", "references found (graph + rewrites)", True),
     ("db_snapshot", "database: blobs + snapshot", False), ("db_proposals", "database: proposals", False),
     ("proposals", "proposal building (without git)", False), ("build", "build (files + index edit)", True),
-    ("key_of", "key_of (second build)", True), ("unified_diffs", "git diff, one process per 25 proposals, on a thread beside the building", False),
+    ("key_of", "key_of (second build)", True), ("layout", "files written for git", True), ("unified_diffs", "git diff, one process per 25 proposals, on a thread beside the building", False),
     ("verify", "verify (unidiff rebuild)", True),
 ]  # fmt: skip
 

@@ -11,7 +11,8 @@ microsecond per call):
   cache vouched for); scan_store inside,
 - detectors: ``run_detectors`` (parses frontmatter lazily), each detector's ``detect`` inside,
 - proposals: ``make_proposals`` (build files, validate, one git diff per batch of 25,
-  verify, change key), with ``build``, ``unified_diffs``, ``verify`` and ``key_of`` inside,
+  verify, change key), with ``build``, ``verify`` and ``key_of`` inside; ``layout``: the
+  files written for git on the pass's thread; ``unified_diffs``: git's runs on their thread,
 - the rest of the wall time is the database work: snapshot, blobs, proposals, events.
 
 Usage: ``pass_child.py STORE DB_FILE [PROFILE_OUT]``; with PROFILE_OUT the pass runs under
@@ -83,8 +84,10 @@ def instrument() -> Timers:
     timers.wrap(proposing, "_finish", "proposals")
     timers.wrap(passes, "_record_snapshot", "db_snapshot")
     timers.wrap(sinks, "store_planned", "db_proposals")  # the recording sink stores each batch
-    for name in ("build", "unified_diffs", "verify", "key_of"):
+    for name in ("build", "verify", "key_of"):
         timers.wrap(proposing, name, name)
+    timers.wrap(proposing, "lay_out", "layout")  # a batch's files written for git, on the pass's thread
+    timers.wrap(proposing, "_diffs", "unified_diffs")  # git's run and its output cut per proposal, on its thread
     return timers
 
 

@@ -19,7 +19,7 @@ from daemon.core.patch import verify
 from daemon.core.proposals import KINDS, MERGE, PENDING, REFUSED, Change, Draft, change_key
 from daemon.core.validate import refusal
 from daemon.core.view import StoreView
-from daemon.diffs.git import unified_diff, unified_diffs
+from daemon.diffs.git import Layout, lay_out, unified_diff
 from daemon.stores.records.checks import canonical_draft, result_refusal
 
 
@@ -109,29 +109,42 @@ def make_proposals(drafts: Iterable[Draft], view: StoreView, now: dt.datetime, b
     """
     drafts = iter(drafts)
     waiting: tuple[list[Planned | _Built], Future[dict[int, str]]] | None = None
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dreamd-diff") as git:
-        while chunk := list(itertools.islice(drafts, batch)):
-            prepared = [_prepare(draft, view, now) for draft in chunk]
-            diffs = git.submit(_diffs, [p for p in prepared if isinstance(p, _Built)])
+    laid: list[Layout] = []  # the batches' files, removed here once git has read them
+    try:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="dreamd-diff") as git:
+            while chunk := list(itertools.islice(drafts, batch)):
+                prepared = [_prepare(draft, view, now) for draft in chunk]
+                built = [p for p in prepared if isinstance(p, _Built)]
+                laid.append(lay_out([b.change for b in built]))  # written here, not on git's thread (see Layout)
+                diffs = git.submit(_diffs, built, laid[-1])
+                if waiting is not None:
+                    yield from _finished(*waiting, view, laid[0])
+                    laid.pop(0)
+                waiting = prepared, diffs
             if waiting is not None:
-                yield from _finished(*waiting, view)
-            waiting = prepared, diffs
-        if waiting is not None:
-            yield from _finished(*waiting, view)
+                yield from _finished(*waiting, view, laid[0])
+                laid.pop(0)
+    finally:
+        for layout in laid:
+            layout.close()
 
 
-def _diffs(built: list[_Built]) -> dict[int, str]:
+def _diffs(built: list[_Built], laid: Layout) -> dict[int, str]:
     """The batch's diffs by item id; empty when git refused the batch as a whole."""
     try:
-        return dict(zip(map(id, built), unified_diffs([b.change for b in built]), strict=True))
+        return dict(zip(map(id, built), laid.diffs(), strict=True))
     except DiffError:
         return {}
 
 
-def _finished(prepared: list[Planned | _Built], diffs: Future[dict[int, str]], view: StoreView) -> Iterator[Planned]:
+def _finished(prepared: list[Planned | _Built], diffs: Future[dict[int, str]], view: StoreView, laid: Layout) -> Iterator[Planned]:
     """The batch's proposals in order, slim; each one's bytes are let go (taken out of
-    ``prepared``) once it is finished, not when the whole batch is."""
-    made = diffs.result()
+    ``prepared``) once it is finished, not when the whole batch is. Its files go once git
+    has read them."""
+    try:
+        made = diffs.result()
+    finally:
+        laid.close()
     prepared.reverse()
     while prepared:
         item = prepared.pop()
