@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from daemon.core import index
 from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, NewEntry, Parsed, add, drop, entries
 
 MEMORY = IndexSpec("MEMORY.md", LINKS)
@@ -128,5 +129,10 @@ def test_an_edit_is_joined_and_encoded_as_a_plain_join_would(original, data):
             lines[min(at, len(lines) - 1)] += "more\n"
         else:
             lines.insert(at, lines.pop(min(at, len(lines) - 1)) if at % 2 else lines.pop())
-    assert parsed.join(lines) == "".join(lines)
+    chunk = data.draw(st.integers(1, 9))  # pieces of a few lines: runs cover whole pieces and parts of them
+    kept, index.JOIN_CHUNK = index.JOIN_CHUNK, chunk
+    try:
+        assert parsed.join(lines) == "".join(lines)
+    finally:
+        index.JOIN_CHUNK = kept
     assert parsed.encode(lines) == "".join(lines).encode("utf-8")
