@@ -205,9 +205,11 @@ def _index_facts(spec: index.IndexSpec, view: StoreView, after: str, dropped: se
     listed, seen_before = view.listed_paths, view.index_seen
     part = index.loaded(spec, after)
     seen_after = seen_before if part == view.index_loaded else {e.path for e in index.entries(spec, part, view.notes)}
-    kept = listed - dropped if dropped else listed
+    # the entries kept are every listed one but those dropped: counted from the few dropped
+    # and the few loaded, never a copy of the listed ones (10,000 of them, per proposal)
+    kept, kept_seen = len(listed) - len(listed & dropped), len((seen_after & listed) - dropped)
     new = ({e.path for e in added} | repointed) - listed
-    unloaded_after = len(kept) - len(kept & seen_after) + len(new - seen_after)
+    unloaded_after = kept - kept_seen + len(new - seen_after)
     pushed = sorted((seen_before & listed) - seen_after - dropped)
     return {**facts, "unloaded_before": len(listed) - len(listed & seen_before), "unloaded_after": unloaded_after, "pushed_out": tuple(pushed)}
 
