@@ -76,7 +76,7 @@ class Note:
         bytes and normalised body already, and its bodies were the third copy of its text."""
         return self.parts.body.decode("utf-8", errors="replace")
 
-    @property
+    @cached_property  # asked of a note again and again: every pair the detectors weigh asks it of both
     def pinned(self) -> bool:
         """Untouchable: pinned by a store setting, by a ``pinned`` key of any case with any
         YAML-true value, or in doubt — frontmatter that does not parse, or a block that looks
