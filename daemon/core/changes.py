@@ -166,7 +166,7 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
     adds = [new_entry(view, p, _note_of(draft, view, p)) for p in dict.fromkeys((*draft.index_add, *(() if taken else _survivor_entry(draft, view, gone))))]
     if lines is parsed.lines and not adds and not draft.index_compact:
         return None, {}
-    shortened = 0
+    shortened, head = 0, ""
     limit = spec.limit
     widths = index.COMPACT_WIDTHS if draft.index_compact else ()
     dropped = (parsed if lines is parsed.lines else index.Parsed.of(spec, "".join(lines), view.notes)) if widths else None
@@ -178,16 +178,19 @@ def _edit_index(draft: Draft, view: StoreView, gone: set[str]) -> tuple[bytes | 
         else:
             trial = lines
         edited = index.add_lines(spec, trial, adds)
-        text = parsed.join(edited)
-        if limit is None or limit.fits(text):
+        if limit is None:
+            break
+        head = limit.head(edited)  # what the agent loads of it: the rest of the text is not joined
+        if limit.fits(head):
             break
         bare = index.add_lines(spec, trial, adds, hooks=False)  # new entries without their hooks: nothing lost
-        if adds and limit.fits(bare_text := parsed.join(bare)):
-            edited, text = bare, bare_text
+        if adds and limit.fits(bare_head := limit.head(bare)):
+            edited, head = bare, bare_head
             break
-    if text == parsed.text:
+    data = parsed.encode(edited)
+    if data == note.data or (parsed.data is None and "".join(edited) == parsed.text):  # not UTF-8: its text is what is kept
         return None, {}
-    return parsed.encode(edited), _index_facts(spec, view, text, drop | set(moves), adds, shortened, set(moves.values()))
+    return data, _index_facts(spec, view, head, drop | set(moves), adds, shortened, set(moves.values()))
 
 
 def _index_facts(spec: index.IndexSpec, view: StoreView, after: str, dropped: set[str], added: list[index.NewEntry], shortened: int, repointed: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:  # noqa: PLR0913

@@ -54,7 +54,6 @@ def _resolve(index_path: str, target: str) -> str | None:
 
 
 _TASK_FILE = re.compile(r"(TASK[0-9A-Za-z_]+?)(?:[-_. ].*)?\.md$")
-JOIN_CHUNK = 128  # lines per piece of the text an edit's join takes whole (Parsed.join)
 
 
 def task_id(path: str) -> str | None:
@@ -123,12 +122,6 @@ class Parsed:
         return [0, *itertools.accumulate(len(line.encode("utf-8")) for line in self.lines)]
 
     @functools.cached_property
-    def _chunks(self) -> list[str]:
-        """The text in pieces of ``JOIN_CHUNK`` lines (the last one shorter), joined once."""
-        lines, size = self.lines, JOIN_CHUNK
-        return ["".join(lines[at : at + size]) for at in range(0, len(lines), size)]
-
-    @functools.cached_property
     def _ids(self) -> frozenset[int]:
         return frozenset(map(id, self.lines))
 
@@ -150,42 +143,9 @@ class Parsed:
                 j += 1
         return pieces
 
-    def join(self, lines: list[str]) -> str:
-        """``"".join(lines)`` for ``lines`` edited from these: a run of these lines is taken
-        as the pieces of ``JOIN_CHUNK`` lines it covers, joined once per index, and only the
-        lines at its ends and the other lines are joined here. An index can be a megabyte that
-        every proposal of a pass edits by a line or two: joining its every line cost more than
-        the edit, and so did slicing the text (a text with one character beyond Latin-1, an
-        em dash, is two bytes a character, and a slice of it is scanned and copied: 1.37 ms
-        a proposal for a 1 MB index, where the pieces take 0.15 ms)."""
-        if lines is self.lines:
-            return self.text
-        out: list[str] = []
-        for piece in self._pieces(lines):
-            if isinstance(piece, str):
-                out.append(piece)
-            else:
-                self._run(*piece, out)
-        return "".join(out)
-
-    def _run(self, i: int, j: int, out: list[str]) -> None:
-        """Append the text of these lines ``i`` to ``j`` to ``out``: whole pieces where they
-        fit in, the lines at each end joined."""
-        size, lines = JOIN_CHUNK, self.lines
-        first, last = -(-i // size), j // size  # the pieces that lie wholly inside
-        if first >= last:
-            out.append("".join(lines[i:j]))
-            return
-        if i < first * size:
-            out.append("".join(lines[i : first * size]))
-        out += self._chunks[first:last]
-        if last * size < j:
-            out.append("".join(lines[last * size : j]))
-
     def encode(self, lines: list[str]) -> bytes:
-        """``"".join(lines).encode("utf-8")`` for ``lines`` edited from these, as ``join``
-        makes the text: runs of these lines are sliced from ``data`` and only other lines are
-        encoded. A line equal to one of these encodes to its bytes (``data`` decodes to these
+        """``"".join(lines).encode("utf-8")`` for ``lines`` edited from these: runs of these
+        lines are sliced from ``data`` and only other lines are encoded. A line equal to one of these encodes to its bytes (``data`` decodes to these
         lines exactly), so the bytes are right however the lines were edited. The runs are
         views of ``data``: a slice of a megabyte copied it once more, into fresh pages, for
         each proposal (0.6 ms, where the views cost 0.03 ms)."""

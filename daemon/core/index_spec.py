@@ -63,6 +63,20 @@ class LoadLimit:
         _, stop, end = self.span(text)
         return stop == end
 
+    def head(self, lines: list[str]) -> str:
+        """The start of ``"".join(lines)``, whole lines, that settles what the agent loads of
+        it: all of it, or a start it already does not load whole. Then the whole text does
+        not fit either, and the agent loads the same part of it (its end is no earlier, so
+        the same lines and characters stop it at the same place): ``fits`` and ``loaded``
+        say of the head what they say of the whole. An index can be a megabyte that every
+        proposal of a pass edits; joining all of it for this cost more than the edit."""
+        count = 256
+        while True:
+            text = "".join(lines[:count])
+            if count >= len(lines) or not self.fits(text):
+                return text
+            count *= 4
+
     def describe(self) -> str:
         parts = [f"{self.lines} lines" if self.lines else "", f"{self.chars:,} characters" if self.chars else ""]
         return " or ".join(p for p in parts if p)

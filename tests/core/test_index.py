@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from daemon.core import index
 from daemon.core.index import CLINE_TASKS, LINKS, IndexSpec, NewEntry, Parsed, add, drop, entries
+from daemon.core.index_spec import LoadLimit
 
 MEMORY = IndexSpec("MEMORY.md", LINKS)
 TEXT = "# Memory\n\nSome prose.\n- [A](a.md) — first\n- [B](sub/b.md) — second\n|topic: [c](c.md) (12), [d](d.md) (40)\n"
@@ -114,7 +115,7 @@ def test_an_index_that_is_not_utf8_is_encoded_from_its_text():
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(["- [a](a.md)\n", "\n", "# H\n", "é ü\n", "- [b](b.md) — x\n"]), max_size=40), st.data())
-def test_an_edit_is_joined_and_encoded_as_a_plain_join_would(original, data):
+def test_an_edit_is_encoded_as_a_plain_join_would(original, data):
     text = "".join(original)
     parsed = Parsed.of(IndexSpec("MEMORY.md", LINKS), text, [], text.encode("utf-8"))
     lines = list(parsed.lines)
@@ -129,10 +130,25 @@ def test_an_edit_is_joined_and_encoded_as_a_plain_join_would(original, data):
             lines[min(at, len(lines) - 1)] += "more\n"
         else:
             lines.insert(at, lines.pop(min(at, len(lines) - 1)) if at % 2 else lines.pop())
-    chunk = data.draw(st.integers(1, 9))  # pieces of a few lines: runs cover whole pieces and parts of them
-    kept, index.JOIN_CHUNK = index.JOIN_CHUNK, chunk
-    try:
-        assert parsed.join(lines) == "".join(lines)
-    finally:
-        index.JOIN_CHUNK = kept
     assert parsed.encode(lines) == "".join(lines).encode("utf-8")
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["- [a](a.md)\n", "\n", "  \n", "# H\n", "é ü x\n", "- [b](b.md) — a longer hook\n", "tail"]), max_size=12),
+    st.integers(1, 400),  # the lines repeated this often: past the first heads of 256 and 1,024 lines
+    st.one_of(st.none(), st.integers(1, 300)),
+    st.one_of(st.none(), st.integers(1, 4000)),
+    st.booleans(),
+    st.booleans(),
+)
+def test_the_head_of_an_index_says_what_its_whole_text_says(pattern, times, max_lines, max_chars, trimmed, cut_at_line):
+    """An edited index is judged by its head (LoadLimit.head), never joined whole: the head
+    fits exactly when the whole text fits, and the agent loads the same part of both."""
+    limit = LoadLimit(max_lines, max_chars, trimmed, cut_at_line)
+    lines = pattern * times + ["\n"] * (times % 3)  # blank lines at the end (trimmed, or not)
+    whole, head = "".join(lines), limit.head(lines)
+    assert whole.startswith(head)
+    assert limit.fits(head) == limit.fits(whole)
+    spec = IndexSpec("MEMORY.md", LINKS, limit)
+    assert index.loaded(spec, head) == index.loaded(spec, whole)
