@@ -12,7 +12,7 @@ from sqlalchemy import Connection, insert
 
 from daemon.db import schema as t
 
-INSERT = {table: insert(table) for table in (t.manifests, t.manifest_entries, t.manifest_drops, t.snapshots, t.tombstones, t.events, t.journal)}
+INSERT = {table: insert(table) for table in (t.manifests, t.manifest_entries, t.manifest_drops, t.snapshots, t.tombstones, t.events, t.journal, t.proposals)}
 
 
 def insert_if_absent(conn: Connection, table: Any, keys: list[str]) -> Any:

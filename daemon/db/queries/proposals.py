@@ -59,7 +59,7 @@ def add_proposal(conn: Connection, store_id: int, values: Mapping[str, Any], fil
 
 def insert_proposal(conn: Connection, store_id: int, values: Mapping[str, Any]) -> int:
     """A proposal's row alone; its files follow (``add_proposal_files``), in the same transaction."""
-    return int(conn.execute(insert(t.proposals).values(store_id=store_id, **values)).inserted_primary_key[0])
+    return int(conn.execute(INSERT[t.proposals], {"store_id": store_id, **values}).inserted_primary_key[0])
 
 
 def proposal_file_rows(proposal_id: int, files: Mapping[str, tuple[str | None, str | None]]) -> list[dict[str, Any]]:
