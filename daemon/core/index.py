@@ -18,7 +18,7 @@ import functools
 import itertools
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
@@ -125,7 +125,7 @@ class Parsed:
     def _ids(self) -> frozenset[int]:
         return frozenset(map(id, self.lines))
 
-    def _pieces(self, lines: list[str]) -> list[tuple[int, int] | str]:
+    def _pieces(self, lines: Sequence[str]) -> list[tuple[int, int] | str]:
         """``lines`` (edited from these) as runs ``(i, j)`` equal to ``self.lines[i:j]`` and the
         other lines between them. A run is found in C, a line at a time only where the edit is."""
         original, known = self.lines, self._ids
@@ -143,7 +143,7 @@ class Parsed:
                 j += 1
         return pieces
 
-    def encode(self, lines: list[str]) -> bytes:
+    def encode(self, lines: Sequence[str]) -> bytes:
         """``"".join(lines).encode("utf-8")`` for ``lines`` edited from these: runs of these
         lines are sliced from ``data`` and only other lines are encoded. A line equal to one of these encodes to its bytes (``data`` decodes to these
         lines exactly), so the bytes are right however the lines were edited. The runs are
@@ -152,7 +152,8 @@ class Parsed:
         if self.data is None:
             return "".join(lines).encode("utf-8")
         data, starts = memoryview(self.data), self._starts  # a run is joined from its place, not copied first
-        return b"".join([p.encode("utf-8") if isinstance(p, str) else data[starts[p[0]] : starts[p[1]]] for p in self._pieces(lines)])
+        pieces = lines.pieces if isinstance(lines, Spliced) and lines.base is self.lines else self._pieces(lines)
+        return b"".join([p.encode("utf-8") if isinstance(p, str) else data[starts[p[0]] : starts[p[1]]] for p in pieces])
 
 
 def _same_run(a: list[str], i: int, b: list[str], j: int) -> int:
@@ -180,22 +181,52 @@ def drop(spec: IndexSpec, text: str, paths: set[str], notes: Iterable[str]) -> s
     return "".join(drop_lines(spec, Parsed.of(spec, text, notes), paths))
 
 
-def drop_lines(spec: IndexSpec, parsed: Parsed, paths: set[str], lines: list[str] | None = None) -> list[str]:
+def drop_lines(spec: IndexSpec, parsed: Parsed, paths: set[str], lines: Sequence[str] | None = None) -> Sequence[str]:
     """``drop`` on an index parsed once (a pass edits the same index for every proposal):
     the work is in the entries dropped, not in the size of the index. ``lines``: the
-    parsed lines as an edit that keeps their number left them (``repoint_lines``)."""
+    parsed lines as an edit that keeps their number left them (``repoint_lines``). Dropped
+    from the parsed lines themselves, the result is ``Spliced``: it says which of them it is
+    made of, so that its bytes are not found by comparing it with them again."""
     lines = parsed.lines if lines is None else lines
     doomed = {e.line for path in paths for e in parsed.by_path.get(path, ())}
     if not doomed:
         return lines
-    out = list(lines)
+    rewritten = {n: _drop_links(spec, lines[n - 1], paths) for n in doomed if spec.format == LINKS and any(e.path not in paths for e in parsed.by_line[n])}
+    out = list(lines)  # in C: a copy, then each cut from the end up
     for number in sorted(doomed, reverse=True):
-        kept = [e for e in parsed.by_line[number] if e.path not in paths]
-        if kept and spec.format == LINKS:
-            out[number - 1] = _drop_links(spec, lines[number - 1], paths)
+        if number in rewritten:
+            out[number - 1] = rewritten[number]
         else:
             del out[number - 1]
-    return out
+    if lines is not parsed.lines:
+        return out
+    pieces: list[tuple[int, int] | str] = []  # the same edit from the top down: runs of the lines, and lines rewritten
+    at = 0  # the next line not in a piece
+    for number in sorted(doomed):
+        if at < number - 1:
+            pieces.append((at, number - 1))
+        if number in rewritten:
+            pieces.append(rewritten[number])
+        at = number
+    if at < len(lines):
+        pieces.append((at, len(lines)))
+    return Spliced.of(out, parsed.lines, pieces)
+
+
+class Spliced(tuple[str, ...]):
+    """Lines edited from an index's parsed lines, with the pieces they are made of: runs
+    ``(i, j)`` of those lines and the new lines between them. ``Parsed.encode`` takes the
+    pieces as they are; finding them again cost a comparison of every line, per proposal,
+    of an index of 10,000 lines. A tuple: its pieces cannot go out of date."""
+
+    base: list[str]
+    pieces: list[tuple[int, int] | str]
+
+    @classmethod
+    def of(cls, lines: list[str], base: list[str], pieces: list[tuple[int, int] | str]) -> Spliced:
+        made = cls(lines)
+        made.base, made.pieces = base, pieces
+        return made
 
 
 def repoint_lines(spec: IndexSpec, parsed: Parsed, moves: dict[str, str]) -> list[str]:
@@ -293,23 +324,23 @@ def add(spec: IndexSpec, text: str, items: list[NewEntry], *, hooks: bool = True
     return "".join(add_lines(spec, text.splitlines(keepends=True), items, hooks=hooks))
 
 
-def add_lines(spec: IndexSpec, lines: list[str], items: list[NewEntry], *, hooks: bool = True) -> list[str]:
+def add_lines(spec: IndexSpec, lines: Sequence[str], items: list[NewEntry], *, hooks: bool = True) -> Sequence[str]:
     """``add`` on an index split into lines (a new list; ``lines`` is left as it is)."""
     if not items:
         return lines
     newline = "\r\n" if any(line.endswith("\r\n") for line in lines) else "\n"
-    lines = list(lines)
-    if lines and not lines[-1].endswith("\n"):
-        lines[-1] += newline
+    out = list(lines)
+    if out and not out[-1].endswith("\n"):
+        out[-1] += newline
     at_end: list[str] = []
     for item in items:
         line = entry_line(spec, item, hook=hooks, newline=newline)
-        where = _section_end(spec, lines, item.section)
+        where = _section_end(spec, out, item.section)
         if where is None:
             at_end.append(line)
         else:
-            lines.insert(where, line)
-    return lines + at_end
+            out.insert(where, line)
+    return out + at_end
 
 
 def fitting(spec: IndexSpec, text: str, items: list[NewEntry]) -> tuple[list[NewEntry], list[NewEntry]]:
@@ -347,7 +378,7 @@ def _section_end(spec: IndexSpec, lines: list[str], section: str | None) -> int 
     return last + 1
 
 
-def take_over(spec: IndexSpec, lines: list[str], at: int, ident: str, section: str | None) -> list[str]:
+def take_over(spec: IndexSpec, lines: Sequence[str], at: int, ident: str, section: str | None) -> list[str]:
     """``lines`` with the Cline task line at ``at`` (0-based) naming task ``ident`` and filed in
     ``section``: only its bracketed id changes, its words stay, and it moves after that
     section's last line when it sits under another heading (stays when the section is not found)."""

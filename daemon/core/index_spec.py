@@ -5,6 +5,7 @@ compile that module's patterns."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 LINKS = "links"
@@ -63,7 +64,7 @@ class LoadLimit:
         _, stop, end = self.span(text)
         return stop == end
 
-    def head(self, lines: list[str]) -> str:
+    def head(self, lines: Sequence[str]) -> str:
         """The start of ``"".join(lines)``, whole lines, that settles what the agent loads of
         it: all of it, or a start it already does not load whole. Then the whole text does
         not fit either, and the agent loads the same part of it (its end is no earlier, so

@@ -152,3 +152,29 @@ def test_the_head_of_an_index_says_what_its_whole_text_says(pattern, times, max_
     assert limit.fits(head) == limit.fits(whole)
     spec = IndexSpec("MEMORY.md", LINKS, limit)
     assert index.loaded(spec, head) == index.loaded(spec, whole)
+
+
+_INDEX_LINE = st.sampled_from(["- [a](a.md)\n", "- [b](b.md) — hook\n", "- [a](a.md), [b](b.md), [c](c.md)\n", "# H\n", "\n", "- [c](c.md) é\n", "- [d](d.md)"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_INDEX_LINE, max_size=30), st.sets(st.sampled_from(["a.md", "b.md", "c.md", "d.md", "z.md"])), st.booleans())
+def test_dropped_lines_are_the_ones_a_plain_edit_keeps_and_encode_to_their_join(original, paths, repointed_first):
+    """drop_lines, whether it says its pieces (Spliced, cut from the parsed lines) or not (cut
+    from lines an earlier edit made), keeps exactly what deleting and rewriting each line
+    in place keeps, and those lines encode to their own join."""
+    text = "".join(original)
+    spec = IndexSpec("MEMORY.md", LINKS)
+    parsed = Parsed.of(spec, text, [], text.encode("utf-8"))
+    start = list(parsed.lines) if repointed_first else parsed.lines  # equal lines, not the parsed list itself
+    doomed = {e.line for p in paths for e in parsed.by_path.get(p, ())}
+    expected = list(start)
+    for number in sorted(doomed, reverse=True):
+        if any(e.path not in paths for e in parsed.by_line[number]):
+            expected[number - 1] = index._drop_links(spec, start[number - 1], paths)
+        else:
+            del expected[number - 1]
+    got = index.drop_lines(spec, parsed, paths, start)
+    assert list(got) == expected
+    assert isinstance(got, index.Spliced) == (bool(doomed) and not repointed_first)
+    assert parsed.encode(got) == "".join(expected).encode("utf-8")
