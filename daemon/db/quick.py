@@ -63,29 +63,96 @@ class Memo:
 def connect(url: str) -> sqlite3.Connection | None:
     """A connection to the SQLite state database ``url`` names, or None when the lane cannot
     be sure it is the one ``db/engine.py`` would open at this code's schema."""
+    path = _path(url)
+    return _connected(path)[0] if path is not None else None
+
+
+def _path(url: str) -> str | None:
     prefix = "sqlite:///"
     if not url.startswith(prefix) or "?" in url:
         return None
-    path = os.path.abspath(os.path.expanduser(url[len(prefix) :]))
+    return os.path.abspath(os.path.expanduser(url[len(prefix) :]))
+
+
+def _connected(path: str) -> tuple[sqlite3.Connection | None, tuple[int, int] | None]:
+    """The lane's connection to the file at ``path`` and the (device, inode) it opened: the
+    file's, the same before and after opening it (None when it was replaced meanwhile)."""
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return None
+        before = os.stat(path)
+        if not stat.S_ISREG(before.st_mode):
+            return None, None
         conn = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     except (OSError, sqlite3.Error):
-        return None
+        return None, None
     try:
         conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
         conn.execute("PRAGMA synchronous=FULL")  # as the engine's: a committed row survives power loss
         conn.execute("PRAGMA foreign_keys=ON")
         wal = conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-        versions = [row[0] for row in conn.execute("SELECT version_num FROM alembic_version")]
-    except (sqlite3.Error, ValueError):  # a damaged schema is quoted in bytes that are not text
+        current = _at_head(conn)
+        after = os.stat(path)
+    except (sqlite3.Error, ValueError, OSError):  # a damaged schema is quoted in bytes that are not text
         conn.close()
-        return None
-    if not wal or versions != [HEAD_REVISION]:
+        return None, None
+    if not wal or not current:
         conn.close()
-        return None
-    return conn
+        return None, None
+    same = (before.st_dev, before.st_ino) == (after.st_dev, after.st_ino)
+    return conn, (after.st_dev, after.st_ino) if same else None
+
+
+def _at_head(conn: sqlite3.Connection) -> bool:
+    return [row[0] for row in conn.execute("SELECT version_num FROM alembic_version")] == [HEAD_REVISION]
+
+
+class Kept:
+    """The lane's connection kept from one skip to the next in a process that passes again
+    and again (a daemon worker, ``pass --all``): opening it and closing it, which checkpoints
+    the WAL, was half of a watched skip's cost. It is used again only while the file at the
+    URL's path is still the one it opened (same device and inode: a database deleted or
+    replaced is opened anew, never written through an old connection) and still at this
+    code's schema; any doubt closes it and opens the file again."""
+
+    def __init__(self) -> None:
+        self._conn: sqlite3.Connection | None = None
+        self._key: tuple[str, int, int] | None = None  # path, device, inode
+
+    def connection(self, url: str) -> sqlite3.Connection | None:
+        """The lane's connection to ``url``'s database, or None (see ``connect``)."""
+        path = _path(url)
+        if path is None:
+            self.close()
+            return None
+        if self._conn is not None and self._still(path):
+            return self._conn
+        self.close()
+        conn, identity = _connected(path)
+        if conn is not None and identity is not None:
+            self._conn, self._key = conn, (path, *identity)
+        return conn
+
+    def release(self, conn: sqlite3.Connection) -> None:
+        """Done with ``conn`` for now: kept if it is the kept one, else closed."""
+        if conn is not self._conn:
+            conn.close()
+
+    def _still(self, path: str) -> bool:
+        assert self._conn is not None and self._key is not None
+        try:
+            now = os.stat(path)
+            if self._key != (path, now.st_dev, now.st_ino) or self._conn.in_transaction:
+                return False
+            return _at_head(self._conn)
+        except (OSError, sqlite3.Error, ValueError):
+            return False
+
+    def close(self) -> None:
+        conn, self._conn, self._key = self._conn, None, None
+        if conn is not None:
+            try:
+                conn.close()
+            except sqlite3.Error:
+                pass
 
 
 def registered(conn: sqlite3.Connection, *, name: str | None = None, root: str | None = None) -> tuple[str, str, str] | None:

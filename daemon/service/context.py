@@ -22,6 +22,8 @@ from daemon.config import Config
 if TYPE_CHECKING:  # the database layer is imported by the first use of the engine, not before
     from sqlalchemy.engine import Engine
 
+    from daemon.db.quick import Kept
+
 
 def utcnow() -> dt.datetime:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
@@ -70,6 +72,7 @@ class App:
     # (an older schema is refused with what to do), and a missing one reads as empty
     read_only: bool = False
     _engine: Engine | None = field(default=None, repr=False)
+    _lane: Kept | None = field(default=None, repr=False)  # the no-op lane's connection (db/quick.py)
 
     def client_for(self, settings: Any) -> Any:
         """The ModelClient for these settings: the injected one, else litellm (imported lazily)."""
@@ -93,9 +96,17 @@ class App:
                 self._engine = open_engine(self.db_url)
         return self._engine
 
+    def lane(self) -> Kept:
+        """The no-op lane's connection keeper, which this App closes."""
+        if self._lane is None:
+            from daemon.db.quick import Kept
+
+            self._lane = Kept()
+        return self._lane
+
     def reading(self) -> App:
         """A read-only twin of this App (same config, clock, actor); close it after use."""
-        return dataclasses.replace(self, read_only=True, _engine=None)
+        return dataclasses.replace(self, read_only=True, _engine=None, _lane=None)
 
     def read_only_engine(self) -> Engine | None:
         """The state database opened so that nothing can be written, or None if there is none.
@@ -124,6 +135,9 @@ class App:
             self.engine()
 
     def close(self) -> None:
+        if self._lane is not None:
+            self._lane.close()
+            self._lane = None
         if self._engine is not None:
             self._engine.dispose()
             self._engine = None

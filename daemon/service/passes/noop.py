@@ -135,14 +135,16 @@ def _whole_pass_named(app: App, name: str | None, path: str | None, preset: str 
 
 
 def skip_if_unchanged(app: App, store: StoreConfig, unchanged: Unchanged | None = None) -> PassReport | None:
-    """The recorded skipped pass, or None when the whole pass has to decide (nothing written)."""
-    conn = quick.connect(app.db_url)
+    """The recorded skipped pass, or None when the whole pass has to decide (nothing written).
+    The lane's connection is the App's, kept for its next pass (a worker serves many)."""
+    lane = app.lane()
+    conn = lane.connection(app.db_url)
     if conn is None:
         return None
     try:
         return _skipped(app, store, conn, unchanged)
     finally:
-        conn.close()
+        lane.release(conn)
 
 
 def _skipped(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unchanged | None = None) -> PassReport | None:
