@@ -85,15 +85,14 @@ def _one_pass(app: Any, store_name: str, unchanged: object = None) -> tuple[dict
     ``unchanged``: what the daemon's watches say the store still is; the line's ``seen`` is
     what this pass saw, for the daemon to hand back while its watches see no change."""
     from daemon.core.errors import DreamdError, StoppedError
-    from daemon.service.passes import Unchanged, pass_over
+    from daemon.service.passes import Unchanged, pass_over, result_line
 
     try:
         report = pass_over(app, app.config.store(store_name), unchanged=Unchanged.from_json(unchanged) if unchanged else None)
     except DreamdError as exc:
         failed = {"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code, "exit": exc.exit_code}
         return failed, exc if isinstance(exc, StoppedError) else None
-    seen = Unchanged.of(report)
-    return {"store": store_name, "status": report.status, "pass_id": report.pass_id, "stats": report.stats, "exit": 0, "seen": seen.as_json() if seen else None}, None
+    return {**result_line(report), "store": store_name}, None
 
 
 def _peak_mb() -> float:

@@ -81,7 +81,9 @@ def _connected(path: str) -> tuple[sqlite3.Connection | None, tuple[int, int] | 
         before = os.stat(path)
         if not stat.S_ISREG(before.st_mode):
             return None, None
-        conn = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+        # not bound to this thread: a keeper used by one thread at a time may be closed by
+        # the thread that ends the process (the daemon closes its job threads' at shutdown)
+        conn = sqlite3.connect(f"file:{quote(path)}?mode=rw", uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
     except (OSError, sqlite3.Error):
         return None, None
     try:

@@ -53,6 +53,29 @@ def test_a_quiet_store_is_skipped_on_the_watches_word(tmp_path, example_store, s
     assert statuses[0] == "completed" and set(statuses[1:]) == {"skipped"}
 
 
+def test_the_daemon_records_a_quiet_stores_skip_itself_without_a_worker(tmp_path, example_store, start_daemon):
+    """A skip on the watches' word is the daemon's own (its pid is the pass's runner, no worker
+    is started for it and none is named as having run it); the first pass, which has to
+    read the store, ran in a worker."""
+    import json
+    import sqlite3
+
+    db_url = _db(tmp_path)
+    daemon = start_daemon(_config(tmp_path, db_url, {"demo": example_store}))
+    wait_for(lambda: _watched_skips(daemon, "demo") >= 3, what="three skips on the watches' word")
+    assert daemon.stop() == 0
+    with sqlite3.connect(tmp_path / "state" / "state.db") as conn:
+        runners = conn.execute("SELECT status, runner FROM passes ORDER BY id").fetchall()
+    pids = [int(runner.rsplit(":", 1)[1]) for _, runner in runners]
+    assert runners[0][0] == "completed" and pids[0] != daemon.process.pid
+    skips = [pid for (status, _), pid in zip(runners, pids, strict=True) if status == "skipped"]
+    assert len(skips) >= 3 and set(skips) == {daemon.process.pid}
+    lines = [json.loads(line) for line in daemon.log().splitlines() if line.startswith("{")]
+    assert sum(1 for line in lines if line.get("event") == "pass.started") == 1  # the first pass's worker only
+    finished = [line for line in lines if line.get("event") == "pass.finished"]
+    assert [line["worker_pid"] is None for line in finished] == [False] + [True] * (len(finished) - 1)
+
+
 def test_a_note_written_between_passes_is_passed_over(tmp_path, example_store, start_daemon):
     """A note written after skips on the watches' word: the next pass walks the store and records it."""
     db_url = _db(tmp_path)

@@ -12,7 +12,7 @@ from daemon.service.face import face
 __getattr__, __dir__ = face(__name__, {
     "run_pass": "run", "Progress": "run",
     "PassReport": "report", "Outcome": "report", "PolicyOutcome": "report", "coverage_left": "report", "llm_unfinished": "report",
-    "pass_over": "noop", "pass_named": "noop", "Unchanged": "noop", "skip_named": "noop",
+    "pass_over": "noop", "pass_named": "noop", "Unchanged": "noop", "skip_named": "noop", "result_line": "noop", "watched_skip": "noop",
     "close_dead_passes": "orphans",
     "load_facts": "deciding",
     "waiting_proposals": "notify", "notify_waiting": "notify",

@@ -82,6 +82,28 @@ class Unchanged:
             return None
 
 
+def result_line(report: PassReport) -> dict[str, Any]:
+    """A pass as the daemon hears of it (a worker's result line, or its own watched skip);
+    ``seen`` is what the pass saw, for the daemon to hand back while its watches see no change."""
+    seen = Unchanged.of(report)
+    return {"store": report.store, "status": report.status, "pass_id": report.pass_id, "stats": report.stats, "exit": 0, "seen": seen.as_json() if seen else None}
+
+
+def watched_skip(app: App, store_name: str, unchanged: object) -> dict[str, Any] | None:
+    """The daemon's own skip of a store its watches saw no change in: the lane alone, through
+    sqlite3 (no worker started, nothing read of the store); the result line, or None when
+    the lane steps aside or meets any error (a worker's whole pass then decides, and says why)."""
+    word = Unchanged.from_json(unchanged)
+    if word is None:
+        return None
+    try:
+        report = skip_if_unchanged(app, app.config.store(store_name), word)
+    except STEP_ASIDE as exc:
+        log.debug("noop.stepped_aside", store=store_name, error=f"{exc.__class__.__name__}: {exc}")
+        return None
+    return None if report is None else result_line(report)
+
+
 def pass_over(app: App, store: StoreConfig, *, dry_run: bool = False, adopt_root: bool = False, progress: Progress | None = None,
               unchanged: Unchanged | None = None) -> PassReport:  # fmt: skip
     """One pass over ``store``: the no-op lane when it can vouch for a skip, else the whole
