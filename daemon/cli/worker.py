@@ -92,7 +92,7 @@ def _one_pass(app: Any, store_name: str, unchanged: object = None) -> tuple[dict
     except DreamdError as exc:
         failed = {"store": store_name, "status": "failed", "error": exc.one_line(), "code": exc.code, "exit": exc.exit_code}
         return failed, exc if isinstance(exc, StoppedError) else None
-    return {**result_line(report), "store": store_name}, None
+    return result_line(report), None
 
 
 def _peak_mb() -> float:

@@ -300,7 +300,7 @@ class Daemon:
 
     def _record_death(self, result: WorkerResult) -> None:
         """A worker that died may have left its pass "running": a short worker closes it as
-        failed now (the daemon itself never opens the database)."""
+        failed now (the daemon itself only records watched skips, through the no-op lane)."""
         why = f"the worker running it died ({result.describe()})"
         command = worker_command(str(self.options.config_path), self.options.db_url, self.options.debug, dead=why)
         if run_to_end(command, self._config_text) != 0:  # the next pass over the store closes it instead
