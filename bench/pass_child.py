@@ -40,6 +40,7 @@ import daemon.service.passes.proposing as proposing  # noqa: E402
 import daemon.service.passes.sinks as sinks  # noqa: E402
 import daemon.service.workspace as workspace  # noqa: E402
 import daemon.stores.port as port  # noqa: E402
+from daemon.cli.entry import end_process  # noqa: E402
 from daemon.config import Config, adhoc_store  # noqa: E402
 from daemon.core.view import StoreView  # noqa: E402
 from daemon.planners.base import DEFAULT_DETECTORS  # noqa: E402
@@ -122,3 +123,4 @@ def main() -> None:
 
 if __name__ == "__main__":
     main()
+    end_process(0)  # the process ends as the dreamd command's does, without the interpreter's teardown
