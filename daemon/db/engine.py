@@ -15,7 +15,8 @@ Code that only reads can ask for a plain deferred BEGIN with ``READ_ONLY``::
     with engine.execution_options(**READ_ONLY).connect() as conn: ...
 
 The schema is owned by the Alembic migrations shipped in ``migrations/``; ``open_engine``
-upgrades the database to head before handing the engine out. Failures a user can meet
+upgrades the database to head before handing the engine out (a new SQLite file is made at
+head in one transaction instead: ``fresh.py``). Failures a user can meet
 (locked, unreadable, not a database, too new) surface as ``StateError`` everywhere, also
 from statements run later on the engine (a ``handle_error`` hook does the translation).
 So do two failures ``translate`` cannot see: SQLite messages that are not text (a corrupt
@@ -42,6 +43,7 @@ from sqlalchemy.exc import ArgumentError
 from sqlalchemy.pool import StaticPool
 
 from daemon.core.errors import ConfigError, StateError
+from daemon.db.fresh import create_at_head
 from daemon.db.translate import checked_times, error_hook, json_reader, translate_db_errors
 from daemon.locations import default_db_url, state_dir  # noqa: F401 - default_db_url: where callers have found it
 
@@ -77,7 +79,7 @@ def open_engine(
         try:
             # Looking first costs no write lock: opening an up-to-date database does not
             # wait for (or fail on) a writer in another process.
-            if migrate and not at_head(engine):
+            if migrate and not at_head(engine) and not create_at_head(engine):
                 upgrade(engine)
         except BaseException:
             engine.dispose()

@@ -1,8 +1,13 @@
-"""schema.py and the migrations agree, and migrating is safe to repeat and to undo."""
+"""schema.py and the migrations agree, and migrating is safe to repeat and to undo.
+
+Every database here is made by the migrations themselves: ``open_engine`` makes a new
+SQLite file from ``head_schema.py`` instead (tests/db/test_head_schema.py holds the two equal).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
 import pytest
 from alembic import command
@@ -11,9 +16,27 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 
 from daemon.db.engine import open_engine
-from daemon.db.migrating import MIGRATIONS, alembic_config, pending_migrations
+from daemon.db.migrating import MIGRATIONS, alembic_config, pending_migrations, upgrade
 from daemon.db.quick import HEAD_REVISION
 from daemon.db.schema import metadata
+
+
+def _migrated(url: str) -> Iterator[Engine]:
+    """An engine on the database at ``url`` brought to head by Alembic's own run of the migrations."""
+    engine = open_engine(url, migrate=False)
+    upgrade(engine)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def engine(backend_url: str) -> Iterator[Engine]:
+    yield from _migrated(backend_url)
+
+
+@pytest.fixture
+def sqlite_engine(sqlite_url: str) -> Iterator[Engine]:
+    yield from _migrated(sqlite_url)
 
 
 def _tables(engine: Engine) -> set[str]:
