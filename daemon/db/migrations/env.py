@@ -18,6 +18,9 @@ New revision (from a checkout, against a scratch database at head)::
     with open_engine("sqlite:////tmp/scratch.db").connect() as conn:
         command.revision(alembic_config(conn), "what changed", autogenerate=True,
                          rev_id="0002_what_changed")
+
+then set ``HEAD_REVISION`` in ``daemon/db/quick.py`` and rewrite the statements a new SQLite
+database is made from (``daemon/db/head_schema.py``; tests/db/test_head_schema.py says how).
 """
 
 from __future__ import annotations
