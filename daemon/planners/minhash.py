@@ -4,8 +4,8 @@ Comparing every pair of notes is quadratic; MinHash + LSH proposes only the pair
 signatures share a band, and the caller checks those with the exact Jaccard. Everything is
 seeded, so the same notes give the same candidates on every machine.
 
-- Each distinct word is hashed once (BLAKE2b, 8 bytes); a shingle's uint64 hash is a
-  polynomial of its words' hashes, computed for a whole note at once.
+- Every word's uint64 hash is computed from its bytes for many notes at once
+  (``word_hashes``); a shingle's is a polynomial of its words' hashes.
 - Permutation i maps a shingle x to the top 32 bits of ``a_i*x + b_i`` modulo 2**64 with
   odd a_i (multiply-shift, Dietzfelbinger et al.): a universal family without division,
   which numpy computes in place at several times the speed of a prime modulus.
@@ -13,8 +13,6 @@ seeded, so the same notes give the same candidates on every machine.
 
 from __future__ import annotations
 
-import array
-import hashlib
 import itertools
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -28,19 +26,19 @@ _POLY = np.uint64(0x9E3779B97F4A7C15)  # odd: a shingle's hash depends on word o
 
 
 class Shingler:
-    """Word k-shingles of normalised text as sorted unique uint64 hashes."""
+    """Word k-shingles of normalised text as sorted unique uint64 hashes. Words are what
+    spaces separate: in normalised text (``Note.normalised_body``: words joined by one
+    space) the words ``str.split`` finds."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._words = _WordHashes()
 
     def __call__(self, text: str) -> np.ndarray:
         return self.many((text,))[0]
 
     def many(self, texts: Iterable[str], chunk: int = 2000) -> list[np.ndarray]:
         """``[self(t) for t in texts]``, with the shingles of ``chunk`` texts at a time computed
-        over all their words at once: per text, only the split, the words' hashes looked up
-        (into one flat array: no list of words outlives its text) and the final sort are left
+        over all their words at once: per text, only its encoding and the final sort are left
         (a store's notes are many short texts)."""
         out: list[np.ndarray] = []
         for batch in _batches(texts, chunk):
@@ -48,13 +46,11 @@ class Shingler:
         return out
 
     def _batch(self, texts: Sequence[str]) -> list[np.ndarray]:
-        flat = array.array("Q")  # every word's hash, text after text
-        lengths = []
-        for text in texts:
-            words = text.split()
-            flat.extend(map(self._words.__getitem__, words))  # a new word is hashed on its first lookup
-            lengths.append(len(words))
-        hashes = np.frombuffer(flat, dtype=np.uint64) if flat else np.zeros(0, dtype=np.uint64)
+        encoded = [text.encode("utf-8") for text in texts]
+        data = b" ".join(encoded)  # a separator: no word runs from one text into the next
+        hashes, starts = word_hashes(data)
+        ends = np.cumsum([len(e) + 1 for e in encoded])  # where each text's bytes end, its separator included
+        lengths = np.diff(np.searchsorted(starts, ends), prepend=0).tolist()  # words of each text
         rolling = _rolling(hashes, self.size)  # the shingle starting at every word of the batch
         out: list[np.ndarray] = []
         start = 0
@@ -67,14 +63,53 @@ class Shingler:
         return out
 
 
+_WORD_SEED = np.uint64(0x243F6A8885A308D3)
+_MIX1, _MIX2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
+_KEEP = np.array([(1 << (8 * n)) - 1 for n in range(9)], dtype=np.uint64)  # the low n bytes of a block
 
-class _WordHashes(dict[str, int]):
-    """Each word's hash (BLAKE2b, 8 bytes), made the first time the word is looked up: a
-    lookup stays the dictionary's own, in C, for every word seen before."""
 
-    def __missing__(self, word: str) -> int:
-        value = self[word] = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
-        return value
+def word_hashes(data: bytes) -> tuple[np.ndarray, np.ndarray]:
+    """The hash of each word of UTF-8 ``data`` (what spaces separate), and the offset each
+    word starts at, in order.
+
+    Computed for all words at once, never making a string of one: a word's bytes are taken
+    8 at a time (little-endian, so every machine agrees), each block mixed into the word's
+    hash by MurmurHash3's 64-bit finaliser (a bijection), its length last. Splitting the
+    words out and looking each up in a table of BLAKE2b hashes took 0.45 s of a first pass
+    over 10,000 notes; this takes a fifth of that. Distinct words share a hash by chance
+    only (about 2**-64 a pair): not a defence against words crafted to collide, which
+    could at most make two notes look more alike and propose a merge a person reviews."""
+    raw = np.frombuffer(data + bytes(8), dtype=np.uint8)  # 8 bytes past the end: a block can always be read
+    edges = np.flatnonzero(np.diff(raw[: len(data)] != 32, prepend=False, append=False))
+    starts, lengths = edges[0::2], edges[1::2] - edges[0::2]  # words and spaces alternate
+    blocks = np.lib.stride_tricks.sliding_window_view(raw, 8)  # row i: the 8 bytes from offset i (a view)
+    hashes = _block(blocks, starts, lengths)
+    hashes ^= _WORD_SEED
+    _mix(hashes)
+    done, longer = 8, np.flatnonzero(lengths > 8)
+    while longer.size:  # a fifth of the words are longer than 8 bytes, one in a hundred than 16
+        hashes[longer] = _mix(hashes[longer] ^ _block(blocks, starts[longer] + done, lengths[longer] - done))
+        done += 8
+        longer = longer[lengths[longer] > done]
+    hashes ^= lengths.astype(np.uint64)
+    return _mix(hashes), starts
+
+
+def _block(blocks: np.ndarray, at: np.ndarray, left: np.ndarray) -> np.ndarray:
+    """The 8 bytes from each offset ``at`` as a little-endian number, only the ``left`` first kept."""
+    block: np.ndarray = blocks[at].view("<u8").ravel().astype(np.uint64, copy=False)
+    block &= _KEEP[np.minimum(left, 8)]
+    return block
+
+
+def _mix(x: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser, in place: every bit of the input moves every bit out."""
+    x ^= x >> np.uint64(33)
+    x *= _MIX1
+    x ^= x >> np.uint64(33)
+    x *= _MIX2
+    x ^= x >> np.uint64(33)
+    return x
 
 
 def _rolling(hashes: np.ndarray, width: int) -> np.ndarray:

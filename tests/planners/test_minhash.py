@@ -79,3 +79,69 @@ def test_an_empty_set_has_no_signature_alone_or_among_others():
     for call in (lambda: hasher.signature(np.empty(0, dtype=np.uint64)), lambda: hasher.signatures([np.array([3], dtype=np.uint64), np.empty(0, dtype=np.uint64)])):
         with pytest.raises(ValueError):
             call()
+
+
+_WORDS = st.text(st.sampled_from("ab\u00e9\u4e2d\U0001f600-_.:/0"), min_size=1, max_size=30)  # 1 to 120 bytes: one to sixteen blocks
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_WORDS, max_size=40), st.sampled_from([" ", "  "]), st.booleans())
+def test_each_word_gets_one_hash_and_distinct_words_distinct_ones(words: list[str], between: str, padded: bool):
+    """The words are what spaces separate (runs of spaces, spaces at either end: no empty
+    word); equal words hash alike wherever they are, distinct ones apart, whether they differ
+    in their first block, their last, or only in length."""
+    from daemon.planners.minhash import word_hashes
+
+    text = between.join(words)
+    data = (f" {text} " if padded else text).encode("utf-8")
+    hashes, starts = word_hashes(data)
+    assert hashes.dtype == np.uint64 and len(hashes) == len(words)
+    assert [data[s:].split(b" ", 1)[0].decode("utf-8") for s in starts.tolist()] == words
+    by_word = {}
+    for word, value in zip(words, hashes.tolist(), strict=True):
+        assert by_word.setdefault(word, value) == value
+    assert len(set(by_word.values())) == len(by_word)
+
+
+def test_words_alike_but_for_a_byte_past_the_first_block_or_their_length_hash_apart():
+    from daemon.planners.minhash import word_hashes
+
+    words = ["abcdefgh", "abcdefgha", "abcdefghb", "abcdefghabcdefgh", "abcdefghabcdefghx", "a", "aa", "abcdefg"]
+    hashes, _ = word_hashes(" ".join(words).encode())
+    assert len(set(hashes.tolist())) == len(words)
+
+
+def test_word_hashes_are_the_same_on_every_machine():
+    """Pinned: a change of word hash changes which notes LSH pairs, so it is never incidental."""
+    from daemon.planners.minhash import word_hashes
+
+    hashes, starts = word_hashes("memory notes r\u00e9sum\u00e9 consolidation".encode())
+    assert starts.tolist() == [0, 7, 13, 22]
+    assert hashes.tolist() == [3914511707299442309, 10529614467764197592, 12265369461215688384, 13748716455363441998]
+
+
+def _word_hash(word: bytes) -> int:
+    """A word's hash as ``word_hashes`` defines it, a byte at a time in plain Python."""
+    mask = (1 << 64) - 1
+
+    def mix(x: int) -> int:
+        x ^= x >> 33
+        x = x * 0xFF51AFD7ED558CCD & mask
+        x ^= x >> 33
+        x = x * 0xC4CEB9FE1A85EC53 & mask
+        return x ^ x >> 33
+
+    value = 0x243F6A8885A308D3
+    for at in range(0, len(word), 8):
+        value = mix(value ^ int.from_bytes(word[at : at + 8], "little"))
+    return mix(value ^ len(word))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_WORDS, max_size=20))
+def test_word_hashes_are_their_definition(words: list[str]):
+    """Vectorised over every word at once, each hash is still the one its definition gives."""
+    from daemon.planners.minhash import word_hashes
+
+    hashes, _ = word_hashes(" ".join(words).encode("utf-8"))
+    assert hashes.tolist() == [_word_hash(w.encode("utf-8")) for w in words]
