@@ -1,4 +1,5 @@
-"""Memory a pass freed, handed back to the system.
+"""Memory a pass freed, handed back to the system; the cyclic collector paused while a pass
+reads and plans.
 
 glibc's allocator keeps pages a process freed for its next allocations, and after large
 blocks are freed it serves even large ones from those kept pages: the near-duplicate
@@ -6,12 +7,19 @@ detector's arrays over a large store (tens of megabytes, freed when it returns) 
 the process's resident size for the rest of the pass, under the proposals built after it.
 ``malloc_trim`` returns the free pages at once. Other C libraries have no such call: there
 this does nothing.
+
+A pass's reading and planning make objects that live until the pass ends (notes, the view,
+the parsed index, the detectors' tables) or that reference counting frees; the cyclic
+collector, set off by their number, looked at every object five times over a first pass of
+10,000 notes (0.19 s) and freed nothing. ``collector_paused`` keeps it off meanwhile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Callable
+import gc
+from collections.abc import Callable, Iterator
 
 
 @functools.cache
@@ -29,3 +37,15 @@ def give_back() -> None:
     trim = _trim()
     if trim is not None:
         trim(0)
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off inside, and after it as it was before."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

@@ -19,6 +19,7 @@ from sqlalchemy import Connection
 from daemon import logs
 from daemon.config import StoreConfig
 from daemon.core.errors import MissingKeyError, PlannerError
+from daemon.core.heap import collector_paused
 from daemon.core.proposals import OPEN, PENDING
 from daemon.db import repo
 from daemon.service.apply import record_external_changes, recover
@@ -172,26 +173,27 @@ def _record_pass(app: App, store: StoreConfig, store_id: int, pass_id: int, now:
 
 def _record_timed(app: App, store: StoreConfig, store_id: int, pass_id: int, now: dt.datetime, caps: Caps, progress: Progress) -> PassReport:
     roots = registered_roots(app, store_id, store)
-    scan, seen = glance(app, store_id, store, roots)  # files the stat cache vouches for are not read
-    fingerprint = fingerprint_of(app, store)
-    with app.engine().connect() as conn:
-        last = repo.last_completed_pass(conn, store_id)
-    due = last.next_due_at if last else None
-    unchanged = last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due)
-    skip = unchanged and not model_unfinished(store, last.stats)
-    if not skip:
-        observed = read_whole(store, roots, scan)
-        scan = observed.scan
-    report = PassReport(store.name, "completed", scan.root_hash, pass_id, skipped_files=list(scan.skipped), notes=len(scan.notes), at=now)
-    with app.engine().begin() as conn:
-        if skip:
-            report.status = "skipped"
-            repo.finish_pass(conn, store_id, pass_id, status="skipped", finished_at=now, root_hash=scan.root_hash, planner=fingerprint, next_due_at=due, stats=report.stats)
-            repo.add_event(conn, store_id, "pass.skipped", app.actor, app.surface, now, {"reason": "store and due times unchanged"}, pass_id=pass_id)
-        else:
-            report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
-            report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
-        remember_stats(conn, store_id, scan, seen)  # with the blobs: every row's bytes are stored
+    with collector_paused():  # the files read and stored live as long as the pass (core.heap)
+        scan, seen = glance(app, store_id, store, roots)  # files the stat cache vouches for are not read
+        fingerprint = fingerprint_of(app, store)
+        with app.engine().connect() as conn:
+            last = repo.last_completed_pass(conn, store_id)
+        due = last.next_due_at if last else None
+        unchanged = last and last.root_hash == scan.root_hash and last.planner == fingerprint and (due is None or now < due)
+        skip = unchanged and not model_unfinished(store, last.stats)
+        if not skip:
+            observed = read_whole(store, roots, scan)
+            scan = observed.scan
+        report = PassReport(store.name, "completed", scan.root_hash, pass_id, skipped_files=list(scan.skipped), notes=len(scan.notes), at=now)
+        with app.engine().begin() as conn:
+            if skip:
+                report.status = "skipped"
+                repo.finish_pass(conn, store_id, pass_id, status="skipped", finished_at=now, root_hash=scan.root_hash, planner=fingerprint, next_due_at=due, stats=report.stats)
+                repo.add_event(conn, store_id, "pass.skipped", app.actor, app.surface, now, {"reason": "store and due times unchanged"}, pass_id=pass_id)
+            else:
+                report.external_changes = _record_snapshot(app, conn, store_id, pass_id, scan, now)
+                report.stale = _mark_stale(app, conn, store, store_id, scan.manifest, now)
+            remember_stats(conn, store_id, scan, seen)  # with the blobs: every row's bytes are stored
     if skip:
         if store.policy is not None:  # a spent budget may have renewed since: decide what was held
             _decide(app, store, store_id, report)
@@ -244,9 +246,10 @@ def _propose(app: App, store: StoreConfig, observed: Observed, now: dt.datetime,
     from daemon.service.passes.llm_pass import plan_with_model
     from daemon.service.passes.proposing import make_proposals, refused_planned
 
-    observed = _read_within(observed, caps, report, progress)
-    report.findings = findings(store, observed.view)
-    _keep_all(sink, _plan(app, store, observed, now, sink.remembered(), caps, progress), report)
+    with collector_paused():  # what reading and planning make lives as long as the pass (core.heap)
+        observed = _read_within(observed, caps, report, progress)
+        report.findings = findings(store, observed.view)
+        _keep_all(sink, _plan(app, store, observed, now, sink.remembered(), caps, progress), report)
     if store.llm is None or caps.expired("asking the model"):
         return observed
     ledger = sink.ledger()
