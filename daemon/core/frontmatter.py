@@ -101,6 +101,8 @@ def parse(inner: bytes) -> dict[str, Any]:
 _SIMPLE_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_-]*):[ ]+(?:([A-Za-z][A-Za-z0-9 ,.()/_+'-]*?)|([0-9]{4})-([0-9]{2})-([0-9]{2})|(0|[1-9][0-9]{0,17}))[ ]*")
 # the plain words YAML resolves to a boolean or null (any case: others fall back to YAML)
 _NOT_STRINGS = frozenset({"yes", "no", "true", "false", "on", "off", "null"})
+# a string YAML writes and reads as it is: a letter first, then letters, digits, _ . / -
+_PLAIN = re.compile(r"[A-Za-z][A-Za-z0-9_./-]*")
 
 
 def _simple(text: str) -> dict[str, Any] | None:
@@ -139,6 +141,8 @@ def render_scalar(value: Any) -> str:
         return value.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(render_scalar(v) for v in value) + "]"
+    if isinstance(value, str) and _PLAIN.fullmatch(value) and value.lower() not in _NOT_STRINGS:
+        return value  # what the dumper writes too, at a hundredth of its cost (a retired note's paths)
     text = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True)
     return text.removesuffix("\n").removesuffix("\n...").strip()
 

@@ -79,10 +79,10 @@ def word_hashes(data: bytes) -> tuple[np.ndarray, np.ndarray]:
     over 10,000 notes; this takes a fifth of that. Distinct words share a hash by chance
     only (about 2**-64 a pair): not a defence against words crafted to collide, which
     could at most make two notes look more alike and propose a merge a person reviews."""
-    raw = np.frombuffer(data + bytes(8), dtype=np.uint8)  # 8 bytes past the end: a block can always be read
-    edges = np.flatnonzero(np.diff(raw[: len(data)] != 32, prepend=False, append=False))
+    padded = data + bytes(8)  # a block can be read from every offset
+    edges = np.flatnonzero(np.diff(np.frombuffer(data, dtype=np.uint8) != 32, prepend=False, append=False))
     starts, lengths = edges[0::2], edges[1::2] - edges[0::2]  # words and spaces alternate
-    blocks = np.lib.stride_tricks.sliding_window_view(raw, 8)  # row i: the 8 bytes from offset i (a view)
+    blocks = np.ndarray((len(data) + 1,), dtype="<u8", buffer=padded, strides=(1,))  # item i: the 8 bytes from offset i
     hashes = _block(blocks, starts, lengths)
     hashes ^= _WORD_SEED
     _mix(hashes)
@@ -97,7 +97,7 @@ def word_hashes(data: bytes) -> tuple[np.ndarray, np.ndarray]:
 
 def _block(blocks: np.ndarray, at: np.ndarray, left: np.ndarray) -> np.ndarray:
     """The 8 bytes from each offset ``at`` as a little-endian number, only the ``left`` first kept."""
-    block: np.ndarray = blocks[at].view("<u8").ravel().astype(np.uint64, copy=False)
+    block: np.ndarray = blocks[at].astype(np.uint64, copy=False)
     block &= _KEEP[np.minimum(left, 8)]
     return block
 

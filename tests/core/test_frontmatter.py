@@ -117,3 +117,17 @@ def test_simple_lines_cover_the_usual_frontmatter_and_leave_the_rest_to_yaml():
         "name": "A a", "type": "feedback", "updated_at": dt.date(2026, 5, 2), "ttl_days": 730}  # fmt: skip
     for text in ("status: yes\n", "name: a: b\n", "d: 2026-13-02\n", "n: 010\n", "tags:\n  - a\n", "name: Build   # c\n"):
         assert frontmatter._simple(text) is None, text
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.from_regex(r"[A-Za-z][A-Za-z0-9_./-]{0,30}", fullmatch=True), st.sampled_from(["yes", "No", "TRUE", "off", "On", "null", "Null", "y", "n", "e1", "a/b.md", "x-"]), st.text(max_size=12)))
+def test_a_string_is_rendered_as_the_yaml_dumper_renders_it_and_read_back_as_itself(value):
+    """Plain strings skip the dumper: what they render to must be what it writes (and, for
+    them, what a reader reads back)."""
+    import yaml
+
+    dumped = yaml.safe_dump(value, default_flow_style=True, width=1 << 30, allow_unicode=True).removesuffix("\n").removesuffix("\n...").strip()
+    rendered = frontmatter.render_scalar(value)
+    assert rendered == dumped
+    if rendered == value:  # written plain, by the dumper or without it
+        assert yaml.safe_load(f"k: {rendered}") == {"k": value}
