@@ -9,6 +9,7 @@ starts one), this checkout and the baseline in turn:
   with the import time of its path;
 - the cold first pass over the 10,001-note store of ``bench_pass.py`` (``pass_child.py`` of
   each tree, alternated; wall and CPU from ``wait4``, peak RSS), and this tree's split by phase;
+  then the same pass as a person runs it (``python -m daemon pass --store``, alternated);
 - the daemon over 200 and 1,000 stores of 100 notes, hourly-like (``bench_many_stores.py
   --steady``): CPU per skipped pass, and the daemon's RSS;
 - the daemon's own RSS beside a 10,000-note store's pass (``bench_daemon.py``).
@@ -98,6 +99,26 @@ def first_passes(work: Path, trees: dict[str, Path], pairs: int) -> dict[str, An
     return out
 
 
+def command_passes(work: Path, trees: dict[str, Path], pairs: int) -> dict[str, Any]:
+    """The same cold first pass as a person runs it, ``dreamd pass --store`` (``python -m
+    daemon``: the entry, click, the config, the real clock), each tree in turn."""
+    store = work / "first-store"
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+    for round_ in range(pairs):
+        for label, tree in trees.items():
+            db = work / f"command-{label}.db"
+            for old in work.glob(f"command-{label}.db*"):
+                old.unlink()
+            args = [sys.executable, "-m", "daemon", "--db", f"sqlite:///{db}", "pass", "--store", str(store), "--preset", "deepcode", "--summary"]
+            got = whole(args, tree)
+            runs[label].append(got)
+            print(f"  dreamd pass {label} #{round_ + 1}: {got['wall_s']:.2f} s wall, {got['cpu_s']:.2f} s CPU, {got['maxrss_mb']:.0f} MB ({got['last']})", flush=True)
+    out: dict[str, Any] = {label: {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s", "maxrss_mb")} | {"said": rs[0]["last"]} for label, rs in runs.items()}
+    if "base" in runs:
+        out["ratio"] = statistics.median(a["wall_s"] / b["wall_s"] for a, b in zip(runs["this"], runs["base"], strict=True))
+    return out
+
+
 def many_stores(work: Path, trees: dict[str, Path], sizes: list[int]) -> dict[str, Any]:
     """bench_many_stores.py --steady over each size, each tree in turn: CPU per skipped pass."""
     out: dict[str, Any] = {}
@@ -125,6 +146,7 @@ def main() -> None:
         sizes = "10000" if args.quick else "10000,100000"
         out["noop"] = bench("bench_noop.py", "--sizes", sizes, "--pairs", "3" if args.quick else "7", "--baseline", str(base), "--work", str(work / "noop"), out=work / "noop.json")
         out["first"] = first_passes(work, trees, 2 if args.quick else 5)
+        out["command"] = command_passes(work, trees, 2 if args.quick else 5)
         out["many"] = many_stores(work, trees, [200] if args.quick else [200, 1000])
         out["daemon"] = bench("bench_daemon.py", "--notes", "10000", out=work / "daemon.json")
     out["load_after"] = load("after")
@@ -163,6 +185,10 @@ def table(out: dict[str, Any]) -> str:
                 f"| {other['wall_s']:.2f} s, {other['cpu_s']:.2f} s CPU | {first['ratio']:.2f} |")  # fmt: skip
     rows.append(f"| — its peak RSS | {this['maxrss_mb']:.0f} MB | {other['maxrss_mb']:.0f} MB | |")
     rows.append(f"| — in process {this['in_process_s']:.2f} s, of which | {split(this)} | | |")
+    command = out["command"]
+    rows.append(f"| the same pass run as `dreamd pass --store` (real clock: {command['this']['said'].rsplit(': ', 1)[-1]}) | **{command['this']['wall_s']:.2f} s** wall, "
+                f"{command['this']['cpu_s']:.2f} s CPU, {command['this']['maxrss_mb']:.0f} MB | {command['base']['wall_s']:.2f} s, {command['base']['cpu_s']:.2f} s CPU, "
+                f"{command['base']['maxrss_mb']:.0f} MB | {command['ratio']:.2f} |")  # fmt: skip
     sizes = sorted({int(k.split("-")[1]) for k in out["many"]})
     for stores in sizes:
         mine, theirs = out["many"][f"this-{stores}"], out["many"].get(f"base-{stores}")
