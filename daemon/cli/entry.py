@@ -44,11 +44,11 @@ def end_process(code: object) -> None:
     WAL is replayed by the next opening)."""
     import atexit
     import os
-    import threading
 
     if not (code is None or isinstance(code, int)):
         return
-    if any(t is not threading.current_thread() and not t.daemon for t in threading.enumerate()):
+    threading = sys.modules.get("threading")  # not imported: no thread of its was started (nor is it imported here, 2 ms)
+    if threading is not None and any(t is not threading.current_thread() and not t.daemon for t in threading.enumerate()):
         return
     run_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython's; elsewhere, the ordinary exit
     if run_handlers is None:
