@@ -36,12 +36,14 @@ class Shingler:
     def __call__(self, text: str) -> np.ndarray:
         return self.many((text,))[0]
 
-    def many(self, texts: Iterable[str], chunk: int = 2000) -> list[np.ndarray]:
+    def many(self, texts: Iterable[str], chunk: int = 2000, chunk_chars: int = 1 << 23) -> list[np.ndarray]:
         """``[self(t) for t in texts]``, with the shingles of ``chunk`` texts at a time computed
         over all their words at once: per text, only its encoding and the final sort are left
-        (a store's notes are many short texts)."""
+        (a store's notes are many short texts). A batch ends early at ``chunk_chars`` characters:
+        its arrays take some 60 bytes a word while it is shingled, so 8 M characters (about a
+        million words) hold about 80 MB, however large the notes."""
         out: list[np.ndarray] = []
-        for batch in _batches(texts, chunk):
+        for batch in _batches(texts, chunk, chunk_chars):
             out += self._batch(batch)
         return out
 
@@ -135,10 +137,18 @@ def _unique(values: np.ndarray) -> np.ndarray:
     return ordered[keep]
 
 
-def _batches(items: Iterable[str], size: int) -> Iterator[tuple[str, ...]]:
-    """Tuples of ``size`` items in order, the last one shorter (``itertools.batched``, new in 3.12)."""
-    found = iter(items)
-    while batch := tuple(itertools.islice(found, size)):
+def _batches(items: Iterable[str], size: int, chars: int) -> Iterator[list[str]]:
+    """Lists of ``size`` items in order, each ended sooner by the item that takes it past
+    ``chars`` characters (so never empty), the last one shorter."""
+    batch: list[str] = []
+    held = 0
+    for item in items:
+        batch.append(item)
+        held += len(item)
+        if len(batch) == size or held >= chars:
+            yield batch
+            batch, held = [], 0
+    if batch:
         yield batch
 
 

@@ -48,11 +48,11 @@ def test_lsh_pairs_only_equal_bands():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "dé", "e", "f"]), max_size=12).map(" ".join), max_size=12), st.integers(1, 5), st.integers(1, 4))
-def test_shingles_of_many_texts_are_each_texts_own(texts: list[str], size: int, chunk: int):
+@given(st.lists(st.lists(st.sampled_from(["a", "b", "c", "dé", "e", "f"]), max_size=12).map(" ".join), max_size=12), st.integers(1, 5), st.integers(1, 4), st.integers(1, 40))
+def test_shingles_of_many_texts_are_each_texts_own(texts: list[str], size: int, chunk: int, chunk_chars: int):
     """Batched shingling gives every text exactly the array it gets alone, texts shorter
-    than a shingle, empty ones and batch edges included."""
-    together = Shingler(size).many(texts, chunk=chunk)
+    than a shingle, empty ones and batch edges (by count and by size) included."""
+    together = Shingler(size).many(texts, chunk=chunk, chunk_chars=chunk_chars)
     alone = [Shingler(size)(text) for text in texts]
     assert len(together) == len(alone)
     assert all(a.dtype == b.dtype and np.array_equal(a, b) for a, b in zip(together, alone, strict=True))
@@ -145,3 +145,13 @@ def test_word_hashes_are_their_definition(words: list[str]):
 
     hashes, _ = word_hashes(" ".join(words).encode("utf-8"))
     assert hashes.tolist() == [_word_hash(w.encode("utf-8")) for w in words]
+
+
+def test_a_batch_of_texts_holds_at_most_its_characters_or_one_text():
+    """Large notes are shingled a few at a time: a batch's arrays stay bounded."""
+    from daemon.planners.minhash import _batches
+
+    texts = ["x" * 30, "y" * 5, "z" * 10, "w" * 100, "v"]
+    assert list(_batches(texts, 100, 20)) == [["x" * 30], ["y" * 5, "z" * 10, "w" * 100], ["v"]]
+    assert list(_batches(texts, 2, 1000)) == [texts[:2], texts[2:4], texts[4:]]
+    assert list(_batches([], 2, 10)) == []
