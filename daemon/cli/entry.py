@@ -55,8 +55,9 @@ def end_process(code: object) -> None:
         return
     run_handlers()
     try:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: started without one (pythonw, a closed descriptor)
+                stream.flush()
     except (OSError, ValueError):
         return
     os._exit(code or 0)

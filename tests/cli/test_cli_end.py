@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -99,3 +100,11 @@ def test_a_code_that_is_not_a_number_is_left_to_the_ordinary_exit():
     from daemon.cli.entry import end_process
 
     assert end_process("a message the ordinary exit prints") is None  # returned: this process goes on
+
+
+def test_a_process_started_without_stdout_still_ends(tmp_path):
+    """No stream to flush (stdout closed at start: Python sets it to None): nothing to lose."""
+    code = PRELUDE + "\nsys.argv = ['dreamd', '--version']\nfrom daemon.cli.entry import main\nmain()\n"
+    done = subprocess.run(f"{sys.executable} -c {shlex.quote(code)} >&-", shell=True, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
