@@ -48,6 +48,10 @@ def _outside(root):
     return {k: v for k, v in _tree(root.parent).items() if not k.startswith(("memories/", "memories.dreamd-archive/"))}
 
 
+def _folders(place):
+    return {str(p.relative_to(place)) for p in place.rglob("*") if p.is_dir()}
+
+
 def _files(root):
     notes = {f"notes/{k}": v for k, v in _tree(root).items()}
     archive = root.parent / "memories.dreamd-archive"
@@ -73,13 +77,17 @@ def test_apply_killed_at_each_step_recovers_in_both_roots(accepted, plan, db_url
 
 @pytest.mark.parametrize("plan", ["before:1", "replace:1"])
 def test_revert_killed_mid_way_restores_both_roots(accepted, plan, db_url, cli, make_app):
-    """A revert SIGKILLed mid-way is finished by recovery: the notes hold their exact first bytes, the archive beside is empty again."""
+    """A revert SIGKILLed mid-way is finished by recovery: the notes hold their exact first
+    bytes, and the archive beside, which the apply created, is gone again as a finished
+    revert leaves it."""
     root, pid, script = accepted
-    first = _files(root)
+    first, folders = _files(root), _folders(root.parent)
     app = make_app()
     assert [r.state for r in apply(app, [pid])] == ["applied"]
     app.close()
+    assert "memories.dreamd-archive/auth" in _folders(root.parent)
     _run_child(script, plan, db_url, "revert", pid)
     assert cli("--db", db_url, "verify", "--store", str(root)).code == 0
     assert get_proposal(make_app(), pid).state == "reverted"
     assert _files(root) == first
+    assert _folders(root.parent) == folders

@@ -19,7 +19,7 @@ from sqlalchemy import Connection
 
 from daemon import logs
 from daemon.config import StoreConfig
-from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError, StoreError
+from daemon.core.errors import ApplyError, ConflictError, DreamdError, ProposalError, StaleError
 from daemon.core.notes import Note
 from daemon.core.proposals import ACCEPTED, APPLIED, PENDING, REJECTED, REVERTED, STALE, check_transition
 from daemon.db import repo
@@ -32,7 +32,7 @@ from daemon.service.apply.later import revert_order
 from daemon.service.leases import holding_store
 from daemon.service.apply.rebasing import Written, in_order, rebased
 from daemon.service.apply.merged import Found, exact_steps, holds_result, record_found_applied
-from daemon.service.apply.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, refuse_if_held, roll_back, rolls_back, scan_blobs
+from daemon.service.apply.recovery import close_rolled_back, fail_journal, finish_journal, keeper, manifest_after, manifest_before, recover, record_external_changes, refuse_if_held, remove_reverted_folders, roll_back, rolls_back, scan_blobs
 from daemon.service.proposals import locate, mark_stale
 from daemon.service.workspace import glance, registered_roots, remember_stats, store_config_for_id, store_name as store_name_of
 from daemon.stores import port
@@ -366,12 +366,6 @@ def _revert_held(app: App, store: StoreConfig, store_id: int, proposal_id: int) 
             hint=order or f"they hold edits made after the apply; to take it back by hand, dreamd show {proposal_id} shows exactly what it changed",
         )
     _journaled(app, store, store_id, proposal_id, "revert", steps, blobs)
-    with engine.connect() as conn:  # this revert's apply's, or a revert's before it left holding another apply's files
-        made = repo.made_folders(conn, store_id, (REVERTED,))
-    try:
-        removed = journal.remove_empty_folders(registered_roots(app, store_id, store), made)
-    except StoreError as exc:  # the revert is done: an empty folder left behind is untidy, nothing more
-        removed = []
-        log.warning("revert.folder_kept", store=store.name, proposal_id=proposal_id, error=str(exc))
+    removed = remove_reverted_folders(app, store, store_id, proposal_id)
     log.info("proposal.reverted", store=store.name, proposal_id=proposal_id, files=len(steps), folders_removed=removed)
     return ApplyResult(proposal_id, store.name, REVERTED)

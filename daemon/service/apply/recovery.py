@@ -111,7 +111,23 @@ def _roll_forward(app: App, store: StoreConfig, row: Any, pending: list[Any]) ->
     found = port.find_temp_files(roots)
     for entry in pending:
         sweep_journal(app, roots, row.id, entry, found)
+    for entry in pending:  # what a revert does after its files, once the temp files are gone too
+        if entry.operation == "revert" and entry.proposal_id in done:
+            remove_reverted_folders(app, store, row.id, entry.proposal_id)
     return done
+
+
+def remove_reverted_folders(app: App, store: StoreConfig, store_id: int, proposal_id: int) -> list[str]:
+    """Remove the folders applies of the store's reverted proposals created, once empty (the
+    archive folder a retirement made); the ones removed. A revert's last step, after its
+    files: a folder that cannot be removed is logged and left, untidy but harmless."""
+    with app.engine().connect() as conn:  # this revert's apply's, or a revert's before it left holding another apply's files
+        made = repo.made_folders(conn, store_id, (REVERTED,))
+    try:
+        return journal.remove_empty_folders(registered_roots(app, store_id, store), made)
+    except StoreError as exc:
+        log.warning("revert.folder_kept", store=store.name, proposal_id=proposal_id, error=str(exc))
+        return []
 
 
 def _transaction_outcome(steps: list[journal.Step], current: dict[str, str | None]) -> str | None:
