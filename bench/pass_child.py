@@ -13,7 +13,10 @@ microsecond per call):
 - proposals: ``make_proposals`` (build files, validate, one git diff per batch of 25,
   verify, change key), with ``build``, ``verify`` and ``key_of`` inside; ``layout``: the
   files written for git on the pass's thread; ``unified_diffs``: git's runs on their thread,
-- the rest of the wall time is the database work: snapshot, blobs, proposals, events.
+- reading: ``read_notes`` (every note's frontmatter parsed and body normalised);
+  findings: ``findings`` (what the pass reports for a person, no proposal);
+- db_snapshot, db_stats, db_proposals: the database's work (blobs and manifest, the stat
+  cache, proposals and events); the rest is the pass's bookkeeping.
 
 Usage: ``pass_child.py STORE DB_FILE [PROFILE_OUT]``; with PROFILE_OUT the pass runs under
 cProfile (slower) and the stats are dumped there.
@@ -83,6 +86,9 @@ def instrument() -> Timers:
     timers.wrap(StoreView, "references_in", "references")  # the reference graph, and the notes a build rewrites
     timers.wrap(proposing, "_prepare", "proposals")  # proposals are built one after another
     timers.wrap(proposing, "_finish", "proposals")
+    timers.wrap(passes, "read_notes", "reading")  # every note's frontmatter and normalised body
+    timers.wrap(passes, "findings", "findings")
+    timers.wrap(passes, "remember_stats", "db_stats")  # the stat cache's rows
     timers.wrap(passes, "_record_snapshot", "db_snapshot")
     timers.wrap(sinks, "store_planned", "db_proposals")  # the recording sink stores each batch
     for name in ("build", "verify", "key_of"):

@@ -155,9 +155,10 @@ def main() -> None:
         args.json.write_text(json.dumps(out, indent=2) + "\n")
 
 
-SPLIT = (("db_open", "database open + migrations"), ("scan", "scan + view"), ("detectors", "detectors"), ("detector:near-duplicate", "of which near duplicates"),
-         ("proposals", "building proposals"), ("db_snapshot", "storing the snapshot"), ("db_proposals", "storing proposals"))  # fmt: skip
-TOP = ("db_open", "scan", "detectors", "proposals", "db_snapshot", "db_proposals")  # the pass's own time, disjoint
+SPLIT = (("db_open", "database open + migrations"), ("scan", "scan + view"), ("reading", "reading the notes"), ("findings", "findings"), ("detectors", "detectors"),
+         ("detector:near-duplicate", "of which near duplicates"), ("proposals", "building proposals"), ("layout", "their files written for git"), ("db_snapshot", "storing the snapshot"),
+         ("db_stats", "the stat cache"), ("db_proposals", "storing proposals"))  # fmt: skip
+TOP = ("db_open", "scan", "reading", "findings", "detectors", "proposals", "layout", "db_snapshot", "db_stats", "db_proposals")  # the pass's own time, disjoint
 
 
 def split(first: dict[str, Any]) -> str:
@@ -165,7 +166,7 @@ def split(first: dict[str, Any]) -> str:
     phases = first["phases_s"]
     parts = [f"{label} {phases.get(key, 0):.2f} s" for key, label in SPLIT]
     rest = first["in_process_s"] - sum(phases.get(key, 0) for key in TOP)
-    parts.append(f"the rest (reading notes, bookkeeping) {rest:.2f} s; git diffs on their thread {phases.get('unified_diffs', 0):.2f} s")
+    parts.append(f"the rest (waiting for git's diffs, bookkeeping) {rest:.2f} s; git diffs on their thread {phases.get('unified_diffs', 0):.2f} s")
     return ", ".join(parts)
 
 
