@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
@@ -72,30 +73,41 @@ def whole(args: list[str], tree: Path) -> dict[str, float]:
     return {"wall_s": wall, "cpu_s": usage.ru_utime + usage.ru_stime, "maxrss_mb": usage.ru_maxrss / 1024, "last": printed.strip().splitlines()[-1]}
 
 
+def alternated(work: Path, trees: dict[str, Path], pairs: int, name: str, command: Callable[[Path, Path], list[str]]) -> dict[str, list[dict[str, Any]]]:
+    """``pairs`` rounds of ``command(tree, db)`` in each tree in turn, each on a new database
+    ``work/<name>-<label>.db``; every run's ``whole`` figures, by tree label."""
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
+    for round_ in range(pairs):
+        for label, tree in trees.items():
+            for old in work.glob(f"{name}-{label}.db*"):
+                old.unlink()
+            got = whole(command(tree, work / f"{name}-{label}.db"), tree)
+            runs[label].append(got)
+            print(f"  {name} {label} #{round_ + 1}: {got['wall_s']:.2f} s wall, {got['cpu_s']:.2f} s CPU, {got['maxrss_mb']:.0f} MB", flush=True)
+    return runs
+
+
+def medians(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Each tree's median wall, CPU and peak RSS, and this tree's wall over the baseline's, pair by pair."""
+    out: dict[str, Any] = {label: {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s", "maxrss_mb")} for label, rs in runs.items()}
+    if "base" in runs:
+        out["ratio"] = statistics.median(a["wall_s"] / b["wall_s"] for a, b in zip(runs["this"], runs["base"], strict=True))
+    return out
+
+
 def first_passes(work: Path, trees: dict[str, Path], pairs: int) -> dict[str, Any]:
     """The cold first pass over bench_pass.py's store, each tree's pass_child.py in turn."""
     store = work / "first-store"
     if not store.exists():
         generate_store(store, 10_000, seed=42)
-    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
-    for round_ in range(pairs):
-        for label, tree in trees.items():
-            db = work / f"first-{label}.db"
-            for old in work.glob(f"first-{label}.db*"):
-                old.unlink()
-            got = whole([sys.executable, str(tree / "bench" / "pass_child.py"), str(store), str(db)], tree)
-            got["child"] = json.loads(got.pop("last"))
-            runs[label].append(got)
-            print(f"  first pass {label} #{round_ + 1}: {got['wall_s']:.2f} s wall, {got['cpu_s']:.2f} s CPU, {got['maxrss_mb']:.0f} MB", flush=True)
-    out: dict[str, Any] = {}
+    runs = alternated(work, trees, pairs, "first", lambda tree, db: [sys.executable, str(tree / "bench" / "pass_child.py"), str(store), str(db)])
+    out = medians(runs)
     for label, rs in runs.items():
-        out[label] = {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s", "maxrss_mb")}
-        out[label]["in_process_s"] = statistics.median(r["child"]["wall_s"] for r in rs)
-        out[label]["proposals"] = rs[0]["child"]["stats"].get("pending", 0)
-        phases = {k for r in rs for k in r["child"]["phases"]}
-        out[label]["phases_s"] = {k: statistics.median(r["child"]["phases"].get(k, {"s": 0})["s"] for r in rs) for k in sorted(phases)}
-    if "base" in runs:
-        out["ratio"] = statistics.median(a["wall_s"] / b["wall_s"] for a, b in zip(runs["this"], runs["base"], strict=True))
+        children = [json.loads(r["last"]) for r in rs]
+        out[label]["in_process_s"] = statistics.median(c["wall_s"] for c in children)
+        out[label]["proposals"] = children[0]["stats"].get("pending", 0)
+        phases = {k for c in children for k in c["phases"]}
+        out[label]["phases_s"] = {k: statistics.median(c["phases"].get(k, {"s": 0})["s"] for c in children) for k in sorted(phases)}
     return out
 
 
@@ -103,19 +115,10 @@ def command_passes(work: Path, trees: dict[str, Path], pairs: int) -> dict[str, 
     """The same cold first pass as a person runs it, ``dreamd pass --store`` (``python -m
     daemon``: the entry, click, the config, the real clock), each tree in turn."""
     store = work / "first-store"
-    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in trees}
-    for round_ in range(pairs):
-        for label, tree in trees.items():
-            db = work / f"command-{label}.db"
-            for old in work.glob(f"command-{label}.db*"):
-                old.unlink()
-            args = [sys.executable, "-m", "daemon", "--db", f"sqlite:///{db}", "pass", "--store", str(store), "--preset", "deepcode", "--summary"]
-            got = whole(args, tree)
-            runs[label].append(got)
-            print(f"  dreamd pass {label} #{round_ + 1}: {got['wall_s']:.2f} s wall, {got['cpu_s']:.2f} s CPU, {got['maxrss_mb']:.0f} MB ({got['last']})", flush=True)
-    out: dict[str, Any] = {label: {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s", "maxrss_mb")} | {"said": rs[0]["last"]} for label, rs in runs.items()}
-    if "base" in runs:
-        out["ratio"] = statistics.median(a["wall_s"] / b["wall_s"] for a, b in zip(runs["this"], runs["base"], strict=True))
+    runs = alternated(work, trees, pairs, "command", lambda tree, db: [sys.executable, "-m", "daemon", "--db", f"sqlite:///{db}", "pass", "--store", str(store), "--preset", "deepcode", "--summary"])
+    out = medians(runs)
+    for label, rs in runs.items():
+        out[label]["said"] = rs[0]["last"]
     return out
 
 
