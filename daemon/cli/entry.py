@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> None:
 
 def end_process(code: object) -> None:
     """End the process with ``code`` as an ordinary exit would, but without freeing every
-    module: that teardown cost 60 to 150 ms a command (SQLAlchemy's and numpy's modules, a
-    pass's tables), a tenth of a no-op pass and 3 % of a first pass over 10,000 notes.
+    module: that teardown cost 40 to 60 ms a command (SQLAlchemy's and numpy's modules) and
+    0.15 s after a first pass over 10,000 notes (its tables too), 3 % of that pass.
 
     What an ordinary exit does first is done here too: the exit handlers run (logging's
     among them) and stdout and stderr are flushed. Returns, for the ordinary exit to

@@ -54,8 +54,8 @@ def test_a_command_ends_without_tearing_down_and_all_its_output_arrives(store, t
 
 def test_the_exit_code_is_the_commands(tmp_path):
     done = _program("", "--db", f"sqlite:///{tmp_path / 'state.db'}", "show", "12345")
-    assert done.returncode not in (0, None) and "torn down" not in done.stdout
-    assert done.stderr.startswith("error[")
+    assert (done.returncode, done.stderr) == (5, "error[proposal]: no proposal #12345 (dreamd proposals lists them)\n")
+    assert "torn down" not in done.stdout
     usage = _program("", "pass", "--no-such-option")
     assert usage.returncode == 2 and "torn down" not in usage.stdout
 
