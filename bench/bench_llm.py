@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import dataclasses
 import datetime as dt
 import functools
 import html
@@ -210,7 +209,7 @@ def run_size(n: int, seed: int, tmp: Path, count: Callable[[str], int], probe: P
     out["baseline"] = baseline_tokens(root, count)
     client = EmptyReplies(count, known)
     settings = ModelSettings(model="bench/empty-replies") if per_pass is None else ModelSettings(model="bench/empty-replies", tokens_per_pass=per_pass)
-    config = dataclasses.replace(adhoc_store(root, "deepcode"), llm=settings)
+    config = adhoc_store(root, "deepcode")._replace(llm=settings)
     clock = [NOW]
     app = App(Config(), f"sqlite:///{db}", clock=lambda: clock[0], model_client=lambda _settings: client)
     app.engine()  # migrations are not part of any pass

@@ -7,12 +7,10 @@ the config file, built-in defaults. A store can also be named on the command lin
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from daemon.core.errors import ConfigError
 from daemon.core.spelling import did_you_mean
@@ -36,8 +34,11 @@ _LLM_KEYS = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
-class StoreConfig:
+class StoreConfig(NamedTuple):
+    """One store as the config names it. Named tuples here and in the records a pass that
+    finds nothing to do imports, not dataclasses: building those classes and importing
+    dataclasses was a fifth of such a process (see service/passes/noop.py)."""
+
     name: str
     root: Path
     preset: str
@@ -46,7 +47,7 @@ class StoreConfig:
     llm_exclude: tuple[str, ...] = ()  # globs of notes never sent to a model
     policy: Path | None = None  # a policies/*.toml file; None: every proposal waits for a person
     apply: str = "never"  # "accepted": a pass applies what its policy accepted
-    schedule: Schedule = field(default_factory=Schedule)  # when ``dreamd run`` passes over it
+    schedule: Schedule = Schedule()  # when ``dreamd run`` passes over it
     workspace: Path | None = None  # the git repository the notes describe: their citations are checked against it
 
     def watched_folders(self) -> tuple[Path, Path] | None:
@@ -61,8 +62,7 @@ class StoreConfig:
         return notes, notes.parent / name if archive_root.startswith("../") else notes / name
 
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(NamedTuple):
     """How long planning may take: a note whose reading takes longer is left out of the
     pass's planning (recorded, never changed), and a pass past its time stops planning,
     keeps what it found and is recorded ``partial``. Neither enters the planner fingerprint."""
@@ -71,16 +71,25 @@ class Limits:
     pass_seconds: float = 900.0
 
 
-@dataclass(frozen=True)
 class Config:
-    stores: dict[str, StoreConfig] = field(default_factory=dict)
-    db_url: str | None = None
-    planner: DetectorSettings = field(default_factory=DetectorSettings)
-    source: Path | None = None
-    llm: ModelSettings | None = None  # the global [llm] table, for stores named on the command line
-    llm_exclude: tuple[str, ...] = ()
-    notify: Notify = field(default_factory=lambda: Notify())  # run after a pass that leaves proposals waiting
-    limits: Limits = field(default_factory=Limits)
+    """The whole configuration, read once; nothing changes it afterwards."""
+
+    __slots__ = ("stores", "db_url", "planner", "source", "llm", "llm_exclude", "notify", "limits")
+
+    def __init__(self, stores: dict[str, StoreConfig] | None = None, db_url: str | None = None, planner: DetectorSettings | None = None,
+                 source: Path | None = None, llm: ModelSettings | None = None, llm_exclude: tuple[str, ...] = (), notify: Notify | None = None,
+                 limits: Limits | None = None) -> None:  # fmt: skip
+        self.stores = {} if stores is None else stores
+        self.db_url = db_url
+        self.planner = DetectorSettings() if planner is None else planner
+        self.source = source
+        self.llm = llm  # the global [llm] table, for stores named on the command line
+        self.llm_exclude = llm_exclude
+        self.notify = Notify() if notify is None else notify  # run after a pass that leaves proposals waiting
+        self.limits = Limits() if limits is None else limits
+
+    def __repr__(self) -> str:
+        return f"Config(source={self.source!r}, stores={sorted(self.stores)!r})"
 
     def store(self, name: str) -> StoreConfig:
         try:
@@ -94,7 +103,7 @@ class Config:
     def completed(self, store: StoreConfig) -> StoreConfig:
         """``store`` as a command uses it: one not in the config takes the global [llm]."""
         if store.name not in self.stores and self.llm is not None and store.llm is None:
-            return dataclasses.replace(store, llm=self.llm, llm_exclude=self.llm_exclude)
+            return store._replace(llm=self.llm, llm_exclude=self.llm_exclude)
         return store
 
 
@@ -322,13 +331,13 @@ def _parse_planner(raw: Any, where: str) -> DetectorSettings:
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:
             raise ConfigError(f"{where}: planner.{key} must be a positive integer")
         values[key] = value
-    return dataclasses.replace(defaults, **values)
+    return defaults._replace(**values)
 
 
 def _parse_limits(raw: Any, where: str) -> Limits:
     if not isinstance(raw, dict):
         raise ConfigError(f"{where}: 'limits' must be a table")
-    allowed = {f.name for f in dataclasses.fields(Limits)}
+    allowed = set(Limits._fields)
     unknown = set(raw) - allowed
     if unknown:
         raise unknown_key(f"{where}: limits", unknown, allowed)
@@ -340,8 +349,7 @@ def _parse_limits(raw: Any, where: str) -> Limits:
     return Limits(**values)
 
 
-@dataclass(frozen=True)
-class Notify:
+class Notify(NamedTuple):
     """``[notify]``: a program run (argv, no shell) after a pass that leaves proposals
     waiting for a person; an empty command runs nothing."""
 
@@ -361,7 +369,7 @@ def _parse_notify(raw: Any, where: str) -> Notify:
     command = raw.get("command")
     if not isinstance(command, list) or not command or not all(isinstance(a, str) and a for a in command):
         raise ConfigError(f"{where}: notify.command must be a non-empty list of strings (a program and its arguments; no shell)", hint='e.g. command = ["notify-send", "dreamd"]')
-    timeout = raw.get("timeout_s", Notify.timeout_s)
+    timeout = raw.get("timeout_s", Notify._field_defaults["timeout_s"])
     if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout <= 3600:
         raise ConfigError(f"{where}: notify.timeout_s must be a number of seconds in (0, 3600]")
     only_new = raw.get("only_new", False)

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from daemon.core.errors import ConfigError
 
@@ -27,8 +26,7 @@ _CRON_DAYS = ["sun", "mon", "tue", "wed", "thu", "fri", "sat"]  # cron's numberi
 _WEEK_ORDER = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"]
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(NamedTuple):
     every: int | None = DEFAULT_EVERY  # seconds between passes, or None for cron
     cron: str | None = None  # five crontab fields
     jitter: int = DEFAULT_JITTER  # seconds of random delay added to each run

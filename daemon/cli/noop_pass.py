@@ -14,15 +14,14 @@ from __future__ import annotations
 
 import gc
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _GLOBAL = ("--config", "--db")  # the global options taken here, each with a value
 _OF_PASS = ("--store", "--preset")  # the pass options taken here, each with a value
 _FLAGS = ("--summary", "--quiet")
 
 
-@dataclass(frozen=True)
-class PassLine:
+class PassLine(NamedTuple):
     """A ``dreamd pass`` command line this module answers."""
 
     config: str | None = None

@@ -6,7 +6,7 @@ compile that module's patterns."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 LINKS = "links"
 CLINE_TASKS = "cline-tasks"
@@ -17,8 +17,7 @@ BY_STATUS = "status"  # Cline: the section named by the task file's **Status:**
 BY_TYPE = "type"  # a MEMORY.md with sections: the one named like the note's type (user, project...)
 
 
-@dataclass(frozen=True)
-class LoadLimit:
+class LoadLimit(NamedTuple):
     """How much of an index an agent loads into its prompt; the rest it never sees.
 
     ``lines`` and ``chars`` bound what is loaded, whichever comes first (characters are
@@ -84,8 +83,7 @@ class LoadLimit:
 
 
 
-@dataclass(frozen=True)
-class IndexSpec:
+class IndexSpec(NamedTuple):
     """Where a store's index is, how it is written, how much of it the agent loads."""
 
     path: str

@@ -9,8 +9,8 @@ sections), and which link syntaxes mean "this note refers to that one". The fact
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
+from typing import NamedTuple
 
 from daemon.core.index_spec import IndexSpec
 
@@ -28,8 +28,7 @@ ARCHIVE = "archive"
 RETIRE_MODES = (IN_PLACE, ARCHIVE)
 
 
-@dataclass(frozen=True)
-class Listing:
+class Listing(NamedTuple):
     """Which files under the notes root an agent lists as notes (paths are store-relative)."""
 
     recursive: bool  # False: only files directly in the notes root
@@ -51,11 +50,12 @@ class Listing:
             return False
         if self.suffixes is not None and not name.endswith(self.suffixes):
             return False
-        return not self.ignored or not any(pattern.fullmatch(note_name(path)) for pattern in self._ignored)
+        return not self.ignored or not any(pattern.fullmatch(note_name(path)) for pattern in _compiled(self.ignored))
 
-    @cached_property
-    def _ignored(self) -> tuple[re.Pattern[str], ...]:
-        return tuple(re.compile(pattern) for pattern in self.ignored)
+
+@lru_cache(maxsize=64)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(pattern) for pattern in patterns)
 
 
 def note_name(path: str) -> str:
@@ -63,8 +63,7 @@ def note_name(path: str) -> str:
     return path.removesuffix(".md")
 
 
-@dataclass(frozen=True)
-class ReaderModel:
+class ReaderModel(NamedTuple):
     """How one agent lists, loads and links its memory: what dreamd must keep right for it."""
 
     agent: str

@@ -21,8 +21,7 @@ import json
 import os
 import sqlite3
 import stat
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 HEAD_REVISION = "0013_stat_digests"  # the newest migration; tests check it against Alembic
@@ -33,8 +32,7 @@ BUSY_TIMEOUT_MS = 1000
 WAITING = ("pending", "accepted")  # core.proposals.OPEN, spelled out: importing it costs the lane (a test holds the two equal)
 
 
-@dataclass(frozen=True)
-class Looked:
+class Looked(NamedTuple):
     """What the database says of one store, read in one transaction."""
 
     store_id: int
@@ -50,8 +48,7 @@ class Looked:
     memo: Memo | None  # what the lane last vouched for from the stat cache, if it still stands
 
 
-@dataclass(frozen=True)
-class Memo:
+class Memo(NamedTuple):
     """The stat cache's digest (schema.stat_digests): the files' paths and stats the lane last
     vouched for row by row, the root hash they hold, and which of them a scan skips."""
 

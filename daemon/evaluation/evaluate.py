@@ -160,7 +160,7 @@ class LLMRun:
         try:
             while passes < MAX_PASSES:
                 passes += 1
-                report = run_pass(app, replace(store, llm=self.settings), dry_run=True)
+                report = run_pass(app, store._replace(llm=self.settings), dry_run=True)
                 made = [replace(o.planned, state=o.state) for o in report.outcomes]
                 items += made if passes == 1 else [i for i in made if i.draft.source.startswith("model:")]
                 stats = report.llm or {}
@@ -358,7 +358,7 @@ def _run_store(run: PlannerRun, store: StoreConfig, at: dt.datetime, labels: Lab
     from daemon.evaluation.git_fixture import build_repo
 
     with tempfile.TemporaryDirectory(prefix="dreamd-eval-workspace-") as folder:
-        return run(replace(store, workspace=build_repo(labels.workspace, Path(folder) / "repo")), at)
+        return run(store._replace(workspace=build_repo(labels.workspace, Path(folder) / "repo")), at)
 
 
 def run_eval(corpus: str | Path, *, planner: str = "rules", config: Config | None = None,
@@ -379,7 +379,7 @@ def run_eval(corpus: str | Path, *, planner: str = "rules", config: Config | Non
     results = []
     for name, root, preset_name, at, lab in stores:
         # named as in the report: the LLM planner scopes its reply keys by it
-        done = _run_store(run, replace(adhoc_store(root, preset_name), name=name), at, lab)
+        done = _run_store(run, adhoc_store(root, preset_name)._replace(name=name), at, lab)
         done = done if isinstance(done, PlannerResult) else PlannerResult(list(done))
         got = [predicted(item) for item in done.items]
         llm_stats = done.llm if done.sent is None or lab is None else {**(done.llm or {}), "coverage": coverage(lab, done.sent)}

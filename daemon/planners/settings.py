@@ -6,27 +6,22 @@ planner fingerprint that nothing changed, imports no planning code.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 # Near-duplicate pairs right at the threshold must still become LSH candidates this often.
 LSH_RECALL = 0.99
 
 
-@dataclass(frozen=True)
-class DetectorSettings:
-    """Knobs of the deterministic planner; all of them enter the planner fingerprint."""
+class DetectorSettings(NamedTuple):
+    """Knobs of the deterministic planner; all of them enter the planner fingerprint. A
+    named tuple, not a dataclass, as every record a pass that finds nothing to do imports
+    (``config._parse_planner`` checks the values a config gives)."""
 
     near_threshold: float = 0.8  # Jaccard of word shingles
     shingle_size: int = 5  # words per shingle
     num_perm: int = 128  # MinHash permutations
     min_words: int = 20  # shorter notes are not near-duplicate candidates
     use_mtime_for_ttl: bool = True  # no updated_at/created_at: fall back to the file's mtime
-
-    def __post_init__(self) -> None:
-        if not 0.0 < self.near_threshold <= 1.0:
-            raise ValueError("near_threshold must be within (0, 1]")
-        if self.shingle_size < 1 or self.num_perm < 1 or self.min_words < 0:
-            raise ValueError("shingle_size and num_perm must be positive, min_words not negative")
 
     @property
     def lsh_shape(self) -> tuple[int, int]:

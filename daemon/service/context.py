@@ -9,12 +9,10 @@ read-only file or folder, and on a full disk.
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import getpass
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from daemon.config import Config
@@ -56,23 +54,30 @@ def human_actor() -> str:
         return "human:unknown"
 
 
-@dataclass
 class App:
-    config: Config
-    db_url: str
-    surface: str = "cli"
-    actor: str = field(default_factory=human_actor)
-    clock: Callable[[], dt.datetime] = utcnow
-    # how a pass reaches a model; tests and the eval harness inject fakes or replays
-    model_client: Callable[[Any], Any] | None = field(default=None, repr=False)
-    # store name -> the model ledger a run of dry passes carries from one to the next (dreamd
-    # eval, until a store is covered); None: each pass reads the database's and a dry run keeps nothing
-    ledgers: dict[str, Any] | None = field(default=None, repr=False)
-    # a command that only reads: engine() opens the database read-only, never migrates it
-    # (an older schema is refused with what to do), and a missing one reads as empty
-    read_only: bool = False
-    _engine: Engine | None = field(default=None, repr=False)
-    _lane: Kept | None = field(default=None, repr=False)  # the no-op lane's connection (db/quick.py)
+    """One face's context. A plain class, as every class a pass that finds nothing to do
+    builds (see service/passes/noop.py)."""
+
+    def __init__(self, config: Config, db_url: str, surface: str = "cli", actor: str | None = None, clock: Callable[[], dt.datetime] = utcnow,
+                 model_client: Callable[[Any], Any] | None = None, ledgers: dict[str, Any] | None = None, read_only: bool = False) -> None:  # fmt: skip
+        self.config = config
+        self.db_url = db_url
+        self.surface = surface
+        self.actor = human_actor() if actor is None else actor
+        self.clock = clock
+        # how a pass reaches a model; tests and the eval harness inject fakes or replays
+        self.model_client = model_client
+        # store name -> the model ledger a run of dry passes carries from one to the next (dreamd
+        # eval, until a store is covered); None: each pass reads the database's and a dry run keeps nothing
+        self.ledgers = ledgers
+        # a command that only reads: engine() opens the database read-only, never migrates it
+        # (an older schema is refused with what to do), and a missing one reads as empty
+        self.read_only = read_only
+        self._engine: Engine | None = None
+        self._lane: Kept | None = None  # the no-op lane's connection (db/quick.py)
+
+    def __repr__(self) -> str:
+        return f"App(db_url={self.db_url!r}, surface={self.surface!r}, actor={self.actor!r}, read_only={self.read_only})"
 
     def client_for(self, settings: Any) -> Any:
         """The ModelClient for these settings: the injected one, else litellm (imported lazily)."""
@@ -106,7 +111,7 @@ class App:
 
     def reading(self) -> App:
         """A read-only twin of this App (same config, clock, actor); close it after use."""
-        return dataclasses.replace(self, read_only=True, _engine=None, _lane=None)
+        return App(self.config, self.db_url, self.surface, self.actor, self.clock, self.model_client, self.ledgers, read_only=True)
 
     def read_only_engine(self) -> Engine | None:
         """The state database opened so that nothing can be written, or None if there is none.

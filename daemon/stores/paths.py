@@ -10,9 +10,8 @@ from __future__ import annotations
 import os
 import re
 import stat
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from daemon.core.errors import StoreError, UnsafePathError
 
@@ -57,8 +56,7 @@ def store_root(root: Path | str) -> Path:
     return resolved
 
 
-@dataclass(frozen=True)
-class StoreRoots:
+class StoreRoots(NamedTuple):
     """A store's two folders: its notes root, and the archive root retired notes go to.
 
     Every store path is relative to the notes root, except that paths under

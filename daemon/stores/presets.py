@@ -8,11 +8,10 @@ read as live notes is refused, with the reason, before any pass runs.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from functools import cached_property
+from functools import lru_cache
+from typing import NamedTuple
 
 from daemon.core.errors import ConfigError, UnsafePathError
 from daemon.core.spelling import did_you_mean
@@ -29,8 +28,7 @@ BESIDE_ARCHIVE = "../{notes}.dreamd-archive"  # for agents that list every folde
 NOTE_SUFFIX = ".md"  # dreamd plans over markdown notes, whatever else an agent lists
 
 
-@dataclass(frozen=True)
-class Preset:
+class Preset(NamedTuple):
     """An agent's reader model and dreamd's defaults for its folders."""
 
     name: str
@@ -68,8 +66,7 @@ def get_preset(name: str) -> Preset:
         ) from None
 
 
-@dataclass(frozen=True)
-class StoreSettings:
+class StoreSettings(NamedTuple):
     """A preset with one store's overrides applied: everything the store layer needs to know."""
 
     preset: Preset
@@ -81,13 +78,12 @@ class StoreSettings:
     pinned: tuple[str, ...] = ()
     ignored_memory_patterns: tuple[str, ...] = ()  # Serena's own setting, as the agent is configured
 
-    @cached_property
+    @property
     def reader(self) -> ReaderModel:
         """The preset's reader, with what this store tells about the agent's configuration."""
         if not self.ignored_memory_patterns:
             return self.preset.reader
-        listing = dataclasses.replace(self.preset.reader.listing, ignored=self.ignored_memory_patterns)
-        return dataclasses.replace(self.preset.reader, listing=listing)
+        return _told(self.preset.reader, self.ignored_memory_patterns)
 
     @property
     def listing(self) -> Listing:
@@ -129,6 +125,13 @@ class StoreSettings:
 
     def is_pinned(self, path: str) -> bool:
         return matches(path, self.pinned)
+
+
+
+@lru_cache(maxsize=64)
+def _told(reader: ReaderModel, ignored: tuple[str, ...]) -> ReaderModel:
+    """``reader`` whose listing also hides the notes ``ignored`` matches."""
+    return reader._replace(listing=reader.listing._replace(ignored=ignored))
 
 
 _SETTING_KEYS = (

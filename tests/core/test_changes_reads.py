@@ -3,7 +3,6 @@ entries in their section and within the agent's load limit."""
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 
 from daemon.core.changes import build, key_of
@@ -83,7 +82,7 @@ def test_lines_a_merge_moves_keep_their_links_right_from_the_survivors_folder():
 
 def test_a_merged_copy_naming_itself_keeps_its_id_as_words_after_the_merge():
     """A line moved into the survivor that cites the merged-away note (its own title id) keeps the id as words: citing the survivor would be a link to itself."""
-    reader = dataclasses.replace(AGENT, links=(MARKDOWN, "task-id"))
+    reader = AGENT._replace(links=(MARKDOWN, "task-id"))
     files = {"tasks/TASK012-cache.md": "# [TASK012] - Cache\nCache images.\n", "tasks/TASK021-cache.md": "# [TASK021] - Cache images\nCache images.\n"}
     merged = b"# [TASK012] - Cache\nCache images.\n\n<!-- merged from tasks/TASK021-cache.md by dreamd -->\n# [TASK021] - Cache images\n"
     change = build(draft(MERGE, retire=("tasks/TASK021-cache.md",), survivor="tasks/TASK012-cache.md", survivor_data=merged), store(files, reader=reader), NOW)
@@ -215,6 +214,6 @@ def test_an_index_over_its_limit_is_compacted_without_losing_an_entry():
 
 def test_a_view_with_another_reader_checks_nothing_it_does_not_declare():
     """A reader without a syntax finds no reference in it: mem: is plain text to Claude Code."""
-    reader = dataclasses.replace(AGENT, links=(MARKDOWN, WIKI))
+    reader = AGENT._replace(links=(MARKDOWN, WIKI))
     change = build(draft(MERGE, retire=("auth/login_copy.md",), survivor="auth/login.md"), store(SERENA, reader=reader), NOW)
     assert "mem:auth/login_copy" in text_after(change, "core.md")

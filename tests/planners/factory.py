@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import random
 import textwrap
@@ -38,7 +37,7 @@ def view(
     *notes: Note, index: IndexSpec | None = None, scope: str | None = None, protected: tuple[str, ...] = ()
 ) -> StoreView:
     if scope is not None and index is not None:
-        index = dataclasses.replace(index, lists=scope)
+        index = index._replace(lists=scope)
     return StoreView(notes={n.path: n for n in notes}, index=index, protected=protected)
 
 

@@ -47,7 +47,7 @@ def test_a_note_retired_by_hand_where_the_agent_reads_it_is_moved():
 
 def test_an_agent_that_reads_frontmatter_needs_no_move():
     """A store whose reader honours status (generic, retiring in place) has nothing to relocate."""
-    store = dataclasses.replace(agent_view(note("old.md", RETIRED)), reader=dataclasses.replace(SERENA_LIKE, reads_status=True))
+    store = dataclasses.replace(agent_view(note("old.md", RETIRED)), reader=SERENA_LIKE._replace(reads_status=True))
     assert VisibleRetired().detect(context(store)) == []
 
 

@@ -25,7 +25,7 @@ def test_the_note_other_notes_refer_to_survives_over_a_shorter_newer_copy():
     copy = note("ports.md", BODY, mtime=T + dt.timedelta(days=3))
     a = note("a.md", "See [ports](ports_full.md).\n", mtime=T)
     b = note("b.md", "Ports: [[ports_full]]\n", mtime=T)
-    store = dataclasses.replace(view(cited, copy, a, b), reader=dataclasses.replace(view().reader, links=("markdown", WIKI)))
+    store = dataclasses.replace(view(cited, copy, a, b), reader=view().reader._replace(links=("markdown", WIKI)))
     choice = choose(store, [cited, copy])
     assert choice.survivor.path == "ports_full.md"
     assert choice.why.startswith("it is the most referenced: 2 of the store's notes (index included) refer to it, against ports.md 0")
@@ -42,7 +42,7 @@ def test_serena_mem_references_count():
     """Serena's `mem:NAME` references decide as markdown links do."""
     cited, copy = note("auth/login.md", BODY, mtime=T), note("auth/login_copy.md", BODY, mtime=T)
     core = note("core.md", "Read `mem:auth/login` first.\n")
-    store = dataclasses.replace(view(cited, copy, core), reader=dataclasses.replace(view().reader, links=(MEM,)))
+    store = dataclasses.replace(view(cited, copy, core), reader=view().reader._replace(links=(MEM,)))
     assert choose(store, [cited, copy]).survivor.path == "auth/login.md"
 
 

@@ -42,14 +42,15 @@ def test_a_no_op_pass_imports_no_planner_numpy_or_diff_code(passed_once, db_url)
 
 def test_a_no_op_pass_the_stat_cache_vouches_for_imports_no_database_layer_or_structlog(passed_once, db_url, db_path):
     """Once every file's stat-cache row is trusted, the no-op lane decides and records the skip
-    through the standard library's sqlite3: SQLAlchemy, Alembic, structlog and YAML are never imported."""
+    through the standard library's sqlite3: SQLAlchemy, Alembic, structlog and YAML are never
+    imported, nor dataclasses (with inspect, and the classes it builds, a fifth of such a process)."""
     import sqlite3
 
     with sqlite3.connect(db_path) as conn:  # as if the first pass had read the files a minute after their last change
         conn.execute("UPDATE stat_cache SET scanned_ns = max(mtime_ns, ctime_ns) + 60000000000")
     out, modules = _imported_by_a_pass(passed_once, db_url)
     assert "unchanged since the last pass" in out
-    assert sorted(m for m in modules if m.split(".")[0] in ("sqlalchemy", "alembic", "structlog", "yaml", *PLANNING)) == []
+    assert sorted(m for m in modules if m.split(".")[0] in ("sqlalchemy", "alembic", "structlog", "yaml", "dataclasses", "inspect", *PLANNING)) == []
     with sqlite3.connect(db_path) as conn:
         assert conn.execute("SELECT status FROM passes ORDER BY id").fetchall() == [("completed",), ("skipped",)]
 

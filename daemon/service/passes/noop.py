@@ -26,9 +26,8 @@ it steps aside before writing anything, and the whole pass decides from scratch.
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from daemon import logs
 from daemon.config import StoreConfig
@@ -53,14 +52,13 @@ REASON = "store and due times unchanged"  # the pass.skipped event's reason, as 
 _INT64 = 1 << 64  # an inode above 2**63 is stored as its two's complement (see repo.stat_cache)
 
 
-@dataclass(frozen=True)
-class Unchanged:
+class Unchanged(NamedTuple):
     """What the last pass over a store saw, which the daemon's watches say still holds: its
     root hash, how many notes, and the files it skipped (path, reason)."""
 
     root_hash: str
     notes: int
-    skipped: tuple[tuple[str, str], ...] = field(default=())
+    skipped: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def of(cls, report: PassReport) -> Unchanged | None:
@@ -223,8 +221,7 @@ def _skip(app: App, store: StoreConfig, conn: sqlite3.Connection, unchanged: Unc
     return report
 
 
-@dataclass(frozen=True)
-class _Vouched:
+class _Vouched(NamedTuple):
     """A store as the stat cache vouches for it, and the digest to keep for next time."""
 
     root_hash: str

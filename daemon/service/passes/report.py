@@ -7,8 +7,7 @@ skipped pass and tell whether planning would change without importing the pass i
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from daemon.config import StoreConfig
 from daemon.planners.versions import detectors_fingerprint
@@ -22,8 +21,7 @@ if TYPE_CHECKING:
 SUMMARY_STATES = ("pending", "accepted", "applied", "rejected", "stale", "refused", "suppressed", "duplicate")
 
 
-@dataclass
-class Outcome:
+class Outcome(NamedTuple):
     """What became of one planned proposal in this pass."""
 
     planned: Planned
@@ -32,14 +30,14 @@ class Outcome:
     note: str | None = None
 
 
-@dataclass
 class PolicyOutcome:
     """What the store's policy decided in one pass, for the pass record (``PassReport.policy``)."""
 
-    actor: str
-    decisions: dict[int, Decision] = field(default_factory=dict)
-    applied: list[int] = field(default_factory=list)
-    stale: list[int] = field(default_factory=list)
+    def __init__(self, actor: str) -> None:
+        self.actor = actor
+        self.decisions: dict[int, Decision] = {}
+        self.applied: list[int] = []
+        self.stale: list[int] = []
 
     def stats(self) -> dict[str, Any]:
         count = lambda d: sum(1 for x in self.decisions.values() if x.decision == d)  # noqa: E731
@@ -47,26 +45,33 @@ class PolicyOutcome:
                 "applied": len(self.applied), "stale": len(self.stale)}  # fmt: skip
 
 
-@dataclass
 class PassReport:
-    store: str
-    status: str  # completed | skipped | busy | dry-run
-    root_hash: str
-    pass_id: int | None = None
-    outcomes: list[Outcome] = field(default_factory=list)
-    skipped_files: list[Skipped] = field(default_factory=list)
-    external_changes: dict[str, list[str]] = field(default_factory=dict)
-    stale: list[int] = field(default_factory=list)
-    notes: int = 0
-    at: dt.datetime | None = None  # when the pass ran (its proposals' created_at)
-    llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
-    policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
-    busy: str | None = None  # why the pass did not run: another process holds the store
-    capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
-    findings: list[dict[str, Any]] = field(default_factory=list)  # what no proposal fixes by itself (service/passes/findings.py)
-    # the store's pending and waiting (pending or accepted, not applied) proposals once the
-    # pass ended, when it counted them (the no-op lane)
-    waiting_after: tuple[int, int] | None = None
+    """One pass as it ended. Plain classes here, as every class a pass that finds nothing to
+    do builds (see service/passes/noop.py)."""
+
+    def __init__(self, store: str, status: str, root_hash: str, pass_id: int | None = None, *, skipped_files: list[Skipped] | None = None,
+                 notes: int = 0, at: dt.datetime | None = None, busy: str | None = None) -> None:  # fmt: skip
+        self.store = store
+        self.status = status  # completed | skipped | busy | dry-run
+        self.root_hash = root_hash
+        self.pass_id = pass_id
+        self.outcomes: list[Outcome] = []
+        self.skipped_files: list[Skipped] = [] if skipped_files is None else skipped_files
+        self.external_changes: dict[str, list[str]] = {}
+        self.stale: list[int] = []
+        self.notes = notes
+        self.at = at  # when the pass ran (its proposals' created_at)
+        self.llm: dict[str, Any] | None = None  # model calls, tokens, cost, where a budget stopped it
+        self.policy: dict[str, Any] | None = None  # what the store's policy accepted, rejected, held, applied
+        self.busy = busy  # why the pass did not run: another process holds the store
+        self.capped: str | None = None  # the stage at which the pass ran out of time (then status is partial)
+        self.findings: list[dict[str, Any]] = []  # what no proposal fixes by itself (service/passes/findings.py)
+        # the store's pending and waiting (pending or accepted, not applied) proposals once the
+        # pass ended, when it counted them (the no-op lane)
+        self.waiting_after: tuple[int, int] | None = None
+
+    def __repr__(self) -> str:
+        return f"PassReport(store={self.store!r}, status={self.status!r}, pass_id={self.pass_id!r}, notes={self.notes})"
 
     def count(self, state: str) -> int:
         return sum(1 for o in self.outcomes if o.state == state)

@@ -227,7 +227,7 @@ def _final_states(app: App, store_id: int, report: PassReport) -> None:
     reports the states they are in, not the ones they were created in."""
     with app.engine().connect() as conn:
         now = repo.states_of(conn, store_id, [o.id for o in report.outcomes if o.id is not None and o.state == PENDING])
-    report.outcomes = [dataclasses.replace(o, state=now[o.id][0], note=now[o.id][1] or o.note) if o.id in now else o for o in report.outcomes]
+    report.outcomes = [o._replace(state=now[o.id][0], note=now[o.id][1] or o.note) if o.id in now else o for o in report.outcomes]
 
 
 def _decide(app: App, store: StoreConfig, store_id: int, report: PassReport) -> None:

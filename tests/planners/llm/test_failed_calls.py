@@ -109,7 +109,7 @@ def _two_calls(store, pass_calls: int):  # noqa: ANN001, ANN202
     fixed = LLMPlanner(FakeModel(), small, lambda text: len(text) // 4).fixed_tokens()
     call = fixed + 120
     llm = dataclasses.replace(small, tokens_per_call=call, tokens_per_pass=call + 300 + (pass_calls - 1) * (call + 300) + 150)
-    return dataclasses.replace(store, llm=llm)
+    return store._replace(llm=llm)
 
 
 def test_a_budget_stop_is_not_a_failure_and_the_next_pass_goes_on(make_store, make_app, clock):
