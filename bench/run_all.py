@@ -42,7 +42,7 @@ sys.path.insert(0, str(HERE))
 from generate import generate_store  # noqa: E402
 from machine import load  # noqa: E402
 
-BASELINE = "1f3bc3a"
+BASELINE = "e412a3f"
 
 
 def unpack(rev: str, into: Path) -> Path:
