@@ -5,6 +5,10 @@ Two formats cover the presets:
 
 - ``links``: markdown links to ``.md`` files (MEMORY.md of DeepCode and Claude Code,
   Serena's memory-index.md). A line may hold several links; dropping one keeps the rest.
+  Where the agent follows ``[[name]]`` links (``IndexSpec.wiki``: Claude Code), such a link
+  is an entry too, for the one note it names: by frontmatter name, file stem or path
+  without ``.md``, exactly, else spelled alike once case and ``_``/``-``/space are set aside.
+  One that names no note, or several, is no entry (it is never dropped, never counted).
 - ``cline-tasks``: Cline's ``tasks/_index.md``, whose lines name task ids (``[TASK011]``)
   matching files ``tasks/TASK011-*.md``, also in subfolders (``tasks/COMPLETED/``).
 
@@ -18,10 +22,11 @@ import functools
 import itertools
 import posixpath
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
+from daemon.core.spelling import fold
 from daemon.core.index_spec import BY_STATUS, BY_TYPE, CLINE_TASKS, FORMATS, LINKS, IndexSpec, LoadLimit  # noqa: F401 (offered here too)
 
 # [text](target.md#anchor "title"): label group 1 ("label"), target group 2 ("t"). No class
@@ -32,6 +37,8 @@ _LINK = re.compile(LINK_PATTERN)
 # a link plus the decoration around it in list-of-links lines: "[a](a.md) (123), "
 _LINK_TOKEN = r"\[[^\[\]\n]*\]\(\s*<?{target}(?:#[^()\s>]*)?>?(?:\s+\"[^\"\n]*\")?\s*\)(?:\s*\(\d+\))?"
 # "[TASK011]", and ranges "[TASK052..054]" / "[TASK052-054]" naming the file TASK052-054-*.md
+# [[name]], [[name#heading]], [[name|label]] (as daemon.core.links reads them)
+_WIKI = re.compile(r"\[\[(?P<t>[^\[\]|#\n]+?)\s*(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
 _TASK = re.compile(r"\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\]")
 
 
@@ -62,19 +69,54 @@ def task_id(path: str) -> str | None:
     return match.group(1) if match else None
 
 
-def entries(spec: IndexSpec, text: str, notes: Iterable[str]) -> list[Entry]:
-    """Every entry of the index, in line order.
+class WikiNames:
+    """The notes a ``[[name]]`` on an index line can name, by how it may be written."""
+
+    def __init__(self, spec: IndexSpec, notes: Iterable[str]) -> None:
+        self.exact: dict[str, set[str]] = {}
+        self.folded: dict[str, set[str]] = {}
+        folder = posixpath.dirname(spec.path)
+        titled = notes if isinstance(notes, Mapping) else {}
+        for path in notes:
+            if not path.endswith(".md") or path == spec.path:
+                continue
+            meta = getattr(titled.get(path), "meta", None)  # a view's notes: their frontmatter names count
+            title = meta.get("name") if isinstance(meta, dict) else None
+            below = path[len(folder) + 1 :] if folder and path.startswith(folder + "/") else path
+            for name in {posixpath.basename(path)[:-3], below[:-3], *([title.strip()] if isinstance(title, str) and title.strip() else [])}:
+                self.exact.setdefault(name, set()).add(path)
+                self.folded.setdefault(fold(name), set()).add(path)
+
+    def of(self, written: str) -> str | None:
+        """The one note ``[[written]]`` names, or None (none, or several)."""
+        name = written.strip()
+        name = name[:-3] if name.casefold().endswith(".md") else name
+        found = self.exact.get(name) or self.folded.get(fold(name)) or set()
+        return next(iter(found)) if len(found) == 1 else None
+
+
+def wiki_names(spec: IndexSpec, text: str, notes: Iterable[str]) -> WikiNames | None:
+    """The names ``[[...]]`` entries of ``text`` resolve against; None when it can have none."""
+    return WikiNames(spec, notes) if spec.format == LINKS and spec.wiki and "[[" in text else None
+
+
+def entries(spec: IndexSpec, text: str, notes: Iterable[str], wiki: WikiNames | None = None) -> list[Entry]:
+    """Every entry of the index, in line order. ``wiki``: ``wiki_names`` of this text, when
+    the caller has it already.
 
     For ``cline-tasks`` a task id with no matching note resolves to ``tasks/<id>.md``
     (a path that does not exist, so it shows up as a dangling entry).
     """
     found: list[Entry] = []
     if spec.format == LINKS:
+        wiki = wiki if wiki is not None else wiki_names(spec, text, notes)
         for number, line in enumerate(text.splitlines(), 1):
             for match in _LINK.finditer(line):
                 path = _resolve(spec.path, match.group(2))
                 if path is not None:
                     found.append(Entry(number, path))
+            if wiki is not None and "[[" in line:
+                found += [Entry(number, path) for match in _WIKI.finditer(line) if (path := wiki.of(match.group("t"))) is not None]
         return found
     folder = posixpath.dirname(spec.path)
     by_id = {}
@@ -102,15 +144,17 @@ class Parsed:
     by_path: dict[str, list[Entry]]
     by_line: dict[int, list[Entry]]
     data: bytes | None = None
+    wiki: WikiNames | None = None  # what its [[name]] entries resolve against, if it can have any
 
     @classmethod
     def of(cls, spec: IndexSpec, text: str, notes: Iterable[str], data: bytes | None = None) -> Parsed:
         by_path: dict[str, list[Entry]] = {}
         by_line: dict[int, list[Entry]] = {}
-        for entry in entries(spec, text, notes):
+        wiki = wiki_names(spec, text, notes)
+        for entry in entries(spec, text, notes, wiki):
             by_path.setdefault(entry.path, []).append(entry)
             by_line.setdefault(entry.line, []).append(entry)
-        return cls(text.splitlines(keepends=True), by_path, by_line, data)
+        return cls(text.splitlines(keepends=True), by_path, by_line, data, wiki)
 
     @functools.cached_property
     def text(self) -> str:
@@ -192,7 +236,7 @@ def drop_lines(spec: IndexSpec, parsed: Parsed, paths: set[str], lines: Sequence
     doomed = {e.line for path in paths for e in parsed.by_path.get(path, ())}
     if not doomed:
         return lines
-    rewritten = {n: _drop_links(spec, lines[n - 1], paths) for n in doomed if spec.format == LINKS and any(e.path not in paths for e in parsed.by_line[n])}
+    rewritten = {n: _drop_links(spec, lines[n - 1], paths, parsed.wiki) for n in doomed if spec.format == LINKS and any(e.path not in paths for e in parsed.by_line[n])}
     out = list(lines)  # in C: a copy, then each cut from the end up
     for number in sorted(doomed, reverse=True):
         if number in rewritten:
@@ -251,8 +295,10 @@ def _moved(spec: IndexSpec, match: re.Match[str], moves: dict[str, str]) -> str:
     return match.group(0)[:start] + target + match.group(0)[end:]
 
 
-def _drop_links(spec: IndexSpec, line: str, paths: set[str]) -> str:
+def _drop_links(spec: IndexSpec, line: str, paths: set[str], wiki: WikiNames | None = None) -> str:
     """Remove individual links from a line that lists several notes."""
+    if wiki is not None:
+        line = _drop_wiki(line, paths, wiki)
     for match in reversed(list(_LINK.finditer(line))):
         if _resolve(spec.path, match.group(2)) not in paths:
             continue
@@ -261,6 +307,20 @@ def _drop_links(spec: IndexSpec, line: str, paths: set[str]) -> str:
         start, end = match.start(), span.end() if span else match.end()
         rest = line[end:]
         if rest.startswith(", "):
+            end += 2
+        elif line[:start].endswith(", "):
+            start -= 2
+        line = line[:start] + line[end:]
+    return line
+
+
+def _drop_wiki(line: str, paths: set[str], wiki: WikiNames) -> str:
+    """Remove the ``[[name]]`` links naming ``paths`` from a line, with a ", " beside them."""
+    for match in reversed(list(_WIKI.finditer(line))):
+        if wiki.of(match.group("t")) not in paths:
+            continue
+        start, end = match.start(), match.end()
+        if line[end:].startswith(", "):
             end += 2
         elif line[:start].endswith(", "):
             start -= 2

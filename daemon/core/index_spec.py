@@ -92,3 +92,4 @@ class IndexSpec(NamedTuple):
     line_chars: int | None = None  # the longest entry line the agent's own instructions allow
     sections: str | None = None  # BY_STATUS, BY_TYPE, or None: new entries go at the end
     lists: str | None = None  # glob of the notes it should list; None: every note the agent lists
+    wiki: bool = False  # a ``[[name]]`` on an index line names a note too (the agent follows such links)

@@ -20,6 +20,7 @@ from urllib.parse import unquote
 
 from daemon.core.index import LINK_PATTERN, task_id
 from daemon.core.reader import MARKDOWN, MEM, TASK_ID, WIKI, note_name
+from daemon.core.spelling import fold  # noqa: F401 (offered here too)
 
 _MARKDOWN = re.compile(LINK_PATTERN)  # [text](target.md#anchor "title"): the target is group "t"
 # Serena's name characters: letters, digits, "_", "-" and "/" (no "."), prefixed by mem:
@@ -121,13 +122,6 @@ class Names:
         return next((n for n in names if fold(n) == fold(like)), names[0] if names else None)
 
 
-_SEPARATORS = re.compile(r"[\s_\-]+")
-
-
-def fold(name: str) -> str:
-    """A name as its spellings share it: case, and runs of ``_``, ``-`` and spaces, set aside
-    (``Project_BGA-player`` and ``project-bga player`` fold alike)."""
-    return _SEPARATORS.sub("-", name.strip().casefold()).strip("-")
 
 
 def resolve_markdown(source: str, written: str) -> str | None:

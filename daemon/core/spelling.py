@@ -3,6 +3,7 @@ a preset, a policy, a store. Messages suggest it; nothing is ever guessed into e
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 CUTOFF = 0.6  # difflib's ratio below which a name is too far to suggest ('polcy' -> 'policy' is 0.91)
@@ -21,3 +22,12 @@ def did_you_mean(word: str, names: Iterable[str]) -> str:
     """``; did you mean 'policy'?`` to end a message with, or nothing when no name is close."""
     near = nearest(word, names)
     return f"; did you mean {near!r}?" if near else ""
+
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+
+
+def fold(name: str) -> str:
+    """A name as its spellings share it: case, and runs of ``_``, ``-`` and spaces, set aside
+    (``Project_BGA-player`` and ``project-bga player`` fold alike)."""
+    return _SEPARATORS.sub("-", name.strip().casefold()).strip("-")

@@ -80,6 +80,7 @@ CLAUDE_CODE = ReaderModel(
         limit=LoadLimit(lines=200, chars=25_000, trimmed=True, cut_at_line=True),
         line_chars=150,
         sections=BY_TYPE,
+        wiki=True,
     ),
     frontmatter=True,  # notes are written with name/description/type frontmatter, which the client reads (type under metadata: since 2.1.139)
     sources=(

@@ -178,3 +178,44 @@ def test_dropped_lines_are_the_ones_a_plain_edit_keeps_and_encode_to_their_join(
     assert list(got) == expected
     assert isinstance(got, index.Spliced) == (bool(doomed) and not repointed_first)
     assert parsed.encode(got) == "".join(expected).encode("utf-8")
+
+
+CLAUDE_INDEX = IndexSpec("MEMORY.md", LINKS, wiki=True)
+
+
+def test_a_wiki_link_is_an_entry_where_the_agent_follows_them():
+    """``[[name]]`` names a note by its stem, its path, or (a view's notes) its frontmatter
+    name, exactly or spelled alike; in an index whose agent follows no such link it is text."""
+    notes = ["deploy-steps.md", "team/owners.md", "notes.md"]
+    text = "- [[deploy_steps]] — how to deploy\n- [[team/owners|who]] and [[Notes.md]]\n"
+    assert [(e.line, e.path) for e in entries(CLAUDE_INDEX, text, notes)] == [(1, "deploy-steps.md"), (2, "team/owners.md"), (2, "notes.md")]
+    assert entries(IndexSpec("MEMORY.md", LINKS), text, notes) == []
+
+
+def test_a_wiki_link_that_names_no_note_or_several_is_no_entry_and_is_never_dropped():
+    notes = ["a-b.md", "a_b.md", "c.md"]
+    text = "- [[A B]] — which one\n- [[gone]] — nowhere\n- [C](c.md)\n"
+    assert [e.path for e in entries(CLAUDE_INDEX, text, notes)] == ["c.md"]
+    assert drop(CLAUDE_INDEX, text, {"a-b.md", "a_b.md", "gone.md"}, notes) == text
+
+
+def test_a_frontmatter_name_resolves_a_wiki_entry():
+    class Titled:
+        def __init__(self, name: str) -> None:
+            self.meta = {"name": name}
+
+    notes = {"deploy-steps.md": Titled("Deploy guide"), "other.md": Titled("other")}
+    assert [e.path for e in entries(CLAUDE_INDEX, "- [[Deploy guide]] — how\n", notes)] == ["deploy-steps.md"]
+
+
+def test_dropping_a_wiki_entry_drops_its_line_or_only_its_link():
+    notes = ["deploy.md", "deploy-copy.md", "other.md"]
+    text = "- [[deploy]] — how to deploy, [[deploy-copy]]\n- [[deploy-copy]] — the copy\n- [[other]]\n"
+    assert drop(CLAUDE_INDEX, text, {"deploy-copy.md"}, notes) == "- [[deploy]] — how to deploy\n- [[other]]\n"
+
+
+def test_claude_codes_index_takes_wiki_links_and_deepcodes_does_not():
+    from daemon.stores.readers import CLAUDE_CODE, DEEPCODE
+
+    assert CLAUDE_CODE.index is not None and CLAUDE_CODE.index.wiki and "wiki" in CLAUDE_CODE.links
+    assert DEEPCODE.index is not None and not DEEPCODE.index.wiki and "wiki" not in DEEPCODE.links

@@ -123,3 +123,12 @@ def test_an_index_of_thousands_of_dangling_links_is_quoted_in_linear_work():
     (draft,) = detect(store)
     assert len(draft.index_drop) == 36_000 and len(draft.evidence) == MAX_EVIDENCE
     assert store.notes["MEMORY.md"].lines is store.notes["MEMORY.md"].lines  # split once, cached
+
+
+def test_a_note_an_index_names_as_a_wiki_near_miss_is_not_added_again():
+    """Claude Code follows ``[[name]]``: ``[[deploy_steps]]`` lists deploy-steps.md, so no
+    second entry is proposed for it."""
+    index, spec = memory_index("- [[deploy_steps]] — how to deploy")
+    store = view(index, note("deploy-steps.md", "Run make deploy.\n"), index=spec._replace(wiki=True))
+    assert detect(store) == []
+    assert [d.index_add for d in detect(view(index, note("deploy-steps.md", "Run make deploy.\n"), index=spec))] == [("deploy-steps.md",)]
