@@ -24,8 +24,8 @@ it steps aside before writing anything, and the whole pass decides from scratch.
 
 Every record this lane builds, from the config down to the scan's, is a ``typing.NamedTuple``
 or a plain class, never a dataclass: importing ``dataclasses`` (with ``inspect``) and
-building 28 of them was a fifth of a no-op pass (0.088 s of b3sum's time where 0.078 s
-without, at 10,000 notes). A test fails if the lane imports either module again.
+building 28 of them was a fifth of a no-op pass (0.091 s, 1.08x b3sum, where 0.078 s, 0.88x,
+at 10,000 notes, installed). A test fails if the lane imports either module again.
 """
 
 from __future__ import annotations
