@@ -118,3 +118,22 @@ def test_a_rejected_split_proposal_does_not_come_back(make_store, make_app, cloc
     assert {state for title, state in outcomes.items() if not title.endswith(("topic_07.md", "topic_12.md"))} == {"duplicate"}
     pending = [p for p in list_proposals(s.app, s.store.name, ["pending"]) if p.kind == "relink"]
     assert len(pending) == 39 and not any(p.title.endswith("topic_07.md") for p in pending)
+
+
+def test_duplicates_memory_md_lists_as_wiki_links_merge_together_and_leave_one_entry_each(make_store, make_app, clock):
+    """MEMORY.md lists four notes as ``[[name]]``, two pairs of exact copies, the copies spelled
+    unlike their files: no entry is added for them; both merges, accepted at once, apply, each
+    taking its copy's line out; the agent's rule then reads no dangling reference, and the
+    next pass proposes nothing more for the index."""
+    body = {"alpha": "Alpha runs make deploy, then checks the dashboard and the logs every time.\n", "beta": "Beta owns the queue and retries a failed job three times before it alerts.\n"}
+    files = {f"{name}.md": FM.format(name=name) + body[name.split("-")[0]] for name in ("alpha", "alpha-copy", "beta", "beta-copy")}
+    files["MEMORY.md"] = "- [[alpha]] — deploys\n- [[alpha_copy]] — deploys, again\n- [[beta]] — the queue\n- [[Beta-Copy]] — the queue, again\n"
+    s = _session(make_store, make_app, clock, "claude-code", oracles.ClaudeCode(), files)
+    pending = s.pending_after_pass()
+    assert sorted(p.kind for p in pending) == ["merge", "merge"]  # no reindex: the [[name]] entries list all four
+    decide_all(s.app, [p.id for p in pending], "accept")
+    assert [r.state for r in apply(s.app, store_name=s.store.name)] == ["applied", "applied"]
+    assert (s.root / "MEMORY.md").read_text() == "- [[alpha]] — deploys\n- [[beta]] — the queue\n"
+    assert s.reading().dangling == frozenset()
+    clock.advance(minutes=1)
+    assert [o for o in run_pass(s.app, s.store).outcomes if o.planned.draft.kind == "reindex"] == []
