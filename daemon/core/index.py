@@ -26,8 +26,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 
-from daemon.core.spelling import fold
 from daemon.core.index_spec import BY_STATUS, BY_TYPE, CLINE_TASKS, FORMATS, LINKS, IndexSpec, LoadLimit  # noqa: F401 (offered here too)
+from daemon.core.spelling import fold
 
 # [text](target.md#anchor "title"): label group 1 ("label"), target group 2 ("t"). No class
 # crosses a "[" or a line end, so a hostile line ("[[[[…", "[a]([a]([a](…") is matched in
@@ -36,9 +36,10 @@ LINK_PATTERN = r"\[(?P<label>[^\[\]\n]*)\]\(\s*<?(?P<t>[^()\[\]\s>]+?\.md)(?:#[^
 _LINK = re.compile(LINK_PATTERN)
 # a link plus the decoration around it in list-of-links lines: "[a](a.md) (123), "
 _LINK_TOKEN = r"\[[^\[\]\n]*\]\(\s*<?{target}(?:#[^()\s>]*)?>?(?:\s+\"[^\"\n]*\")?\s*\)(?:\s*\(\d+\))?"
+# [[name]], [[name#heading]], [[name|label]]: the name group "t", the label group "label"
+WIKI_PATTERN = r"\[\[(?P<t>[^\[\]|#\n]+?)\s*(?:#[^\[\]|\n]*)?(?:\|(?P<label>[^\[\]\n]*))?\]\]"
+_WIKI = re.compile(WIKI_PATTERN)
 # "[TASK011]", and ranges "[TASK052..054]" / "[TASK052-054]" naming the file TASK052-054-*.md
-# [[name]], [[name#heading]], [[name|label]] (as daemon.core.links reads them)
-_WIKI = re.compile(r"\[\[(?P<t>[^\[\]|#\n]+?)\s*(?:#[^\[\]|\n]*)?(?:\|[^\[\]\n]*)?\]\]")
 _TASK = re.compile(r"\[(TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\]")
 
 

@@ -18,7 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from urllib.parse import unquote
 
-from daemon.core.index import LINK_PATTERN, task_id
+from daemon.core.index import LINK_PATTERN, WIKI_PATTERN, task_id
 from daemon.core.reader import MARKDOWN, MEM, TASK_ID, WIKI, note_name
 from daemon.core.spelling import fold  # noqa: F401 (offered here too)
 
@@ -28,7 +28,7 @@ _MEM_CHARS = r"A-Za-z0-9_\-/"
 _MEM = re.compile(rf"(?<![{_MEM_CHARS}])mem:(?P<t>[{_MEM_CHARS}]+)")
 _MEM_NAME = re.compile(rf"[{_MEM_CHARS}]+")
 # [[name]], [[name#heading]], [[name|shown text]]
-_WIKI = re.compile(r"\[\[(?P<t>[^\[\]|#\n]+?)\s*(?:#[^\[\]|\n]*)?(?:\|(?P<label>[^\[\]\n]*))?\]\]")
+_WIKI = re.compile(WIKI_PATTERN)
 # [TASK012] (not a markdown link's text); ranges [TASK052..054] name the file TASK052-054-*.md
 _TASK = re.compile(r"\[(?P<t>TASK[0-9A-Za-z_]+?)(?:(?:\.\.|-)[0-9A-Za-z_]+)?\](?!\()")
 _FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})")
@@ -120,8 +120,6 @@ class Names:
         of the names that do, one spelled like ``like`` (what was written) once folded."""
         names = [n for n in (self.titles.get(path), posixpath.basename(note_name(path)), note_name(path)) if n and self.wiki(n) == [path]]
         return next((n for n in names if fold(n) == fold(like)), names[0] if names else None)
-
-
 
 
 def resolve_markdown(source: str, written: str) -> str | None:
